@@ -29,6 +29,7 @@ from rankkit.judgments.cache import JudgmentCache, NullCache
 from rankkit.judgments.dispatch import Dispatcher
 from rankkit.judgments.memo import JudgmentMemo
 from rankkit.judgments.values import ParseStatus
+from rankkit.runs.plan.usd import judge_meter
 from rankkit.runs.results import RunResult, StrategyRun, TaskResult
 from rankkit.stats.metrics import evaluate
 from rankkit.strategies.base import CandidateExtras, Strategy, check_compatible
@@ -118,7 +119,7 @@ def _rank_one(
 ) -> tuple[TaskResult, float]:
     """One strategy's ranking of one task, with its own match source on the run's memo, and the
     seconds it took."""
-    source = MatchSource(task, memo, strategy=strategy_run.name, progress=bar)
+    source = MatchSource(task, memo, strategy=strategy_run.name, progress=bar, meter=judge_meter(memo.judge))
     started = time.perf_counter()
     ranking = strategy_run.strategy.rank(task, source, task_rng(seed, task.task_id))
     seconds = time.perf_counter() - started

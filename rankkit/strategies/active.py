@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from rankkit.data.specs import SpecError
 from rankkit.data.tasks import Task
+from rankkit.judgments.spend import check_unit
 from rankkit.stats.ratings import ELO_BASE, ELO_INITIAL, ELO_SCALE, Outcome, bradley_terry
 from rankkit.strategies._bt_posterior import Posterior
 from rankkit.strategies._budget import (
@@ -23,6 +24,7 @@ from rankkit.strategies._budget import (
 )
 from rankkit.strategies._graded import corrected_grades, mean_grades
 from rankkit.strategies._pair_choice import candidate_pairs, choose_pairs, is_settled
+from rankkit.strategies._spend import BudgetWatch, judgment_budget, pair_shown, spent_extras
 from rankkit.strategies._stopping import (
     Forecast,
     check_stopping,
@@ -61,7 +63,7 @@ class Active(Strategy):
     ----------
     budget
         Comparisons per candidate: ``floor(budget · N)`` judgments per task (a match in both orders
-        costs 2).
+        costs 2); in ``budget_unit`` when that is not ``judgments``.
     comparisons
         Exactly this many comparisons per task instead (overrides ``budget``).
     batch
@@ -88,6 +90,9 @@ class Active(Strategy):
         posterior means (Elo scale); ``settle`` is unused and ``aggregate`` must be ``bt``.
     confidence
         The posterior probability the target must reach (strictly between 0 and 1).
+    budget_unit
+        ``judgments``, ``answers`` (shown), ``tokens`` or ``usd``, per candidate (``docs/stopping.md``);
+        a spec writes it after the number: ``budget=2000tokens``.
     """
 
     budget: float = 3.0
@@ -100,6 +105,7 @@ class Active(Strategy):
     aggregate: str = "bt"
     until: str | None = None
     confidence: float = 0.95
+    budget_unit: str = "judgments"
 
     description = "active Bradley-Terry: most informative pairs first, budget x N comparisons"
     ranges: ClassVar[dict[str, tuple[float, float]]] = {
@@ -113,6 +119,7 @@ class Active(Strategy):
     def __post_init__(self) -> None:
         super().__post_init__()  # checks order
         check_budget("active", self.budget, self.comparisons, self.order)
+        check_unit("strategy active", self.budget_unit)
         if self.batch < 1:
             raise SpecError(f"strategy active: batch must be >= 1, got {self.batch}")
         if self.criterion not in CRITERIA:
@@ -142,13 +149,29 @@ class Active(Strategy):
                 return self._rank_until(task, source, rng)
             return self._rank(task, source, rng)
 
+    @property
+    def _judgment_budget(self) -> float:
+        return judgment_budget(self.budget, self.budget_unit)
+
+    def _watch(self, task: Task, source: MatchSource) -> BudgetWatch | None:
+        """The stop at a budget in answers, tokens or USD; None for one in judgments."""
+        if self.budget_unit == "judgments":
+            return None
+        return BudgetWatch("active", self.budget, self.budget_unit, task, source)
+
+    def _affordable(self, watch: BudgetWatch | None, drawn: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """The first of the ``drawn`` pairs that the budget still pays for (all without a watch)."""
+        if watch is None:
+            return drawn
+        return drawn[: watch.affordable([pair_shown(a, b, self.order) for a, b in drawn])]
+
     def _rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
         import numpy as np
 
         ids = task.candidate_ids
         n = len(ids)
         index = {cid: k for k, cid in enumerate(ids)}
-        matches_left = task_match_count("active", task.task_id, n, self.budget, self.comparisons, self.order)
+        matches_left = task_match_count("active", task.task_id, n, self._judgment_budget, self.comparisons, self.order)
         unplayed_count = n * (n - 1) // 2
         tiebreak = _tiebreaks(n, rng)
         played = np.zeros((n, n), dtype=bool)
@@ -161,6 +184,7 @@ class Active(Strategy):
         losers: set[str] = set()
         steps = 0
         stopped = "budget"
+        watch = self._watch(task, source)
         while matches_left > 0 and unplayed_count:
             if self.settle and len(winners) == n - 1 == len(losers) and is_settled(outcomes, ids):
                 stopped = "settled"
@@ -170,7 +194,10 @@ class Active(Strategy):
             chosen = choose_pairs(pairs, posterior.mean, posterior.cov, tiebreak, size, self.criterion, self.prior_sd)
             steps += 1
             # Rows are (i, j) with i < j, i.e. data order: each pair is drawn in a random orientation.
-            drawn = [coin_order(ids[i], ids[j], rng) for i, j in chosen]
+            drawn = self._affordable(watch, [coin_order(ids[i], ids[j], rng) for i, j in chosen])
+            if not drawn:
+                break  # the budget in answers, tokens or USD is spent
+            chosen = chosen[: len(drawn)]
             step_matches = source.play_many(drawn, round=steps, order=self.order, rng=rng)
             step_outcomes = match_outcomes(step_matches)
             matches += step_matches
@@ -185,12 +212,12 @@ class Active(Strategy):
             unplayed_count -= len(chosen)
             matches_left -= len(chosen)
             posterior.update([(index[a], index[b], outcome) for a, b, outcome in step_outcomes])
-        if not unplayed_count and stopped == "budget" and matches_left > 0:
+        if not unplayed_count and stopped == "budget" and matches_left > 0 and watch is None:
             stopped = "all pairs played"
         if not posterior.exact:
             posterior.refresh()  # report the exact Laplace covariance at the final mean
         scores = self._aggregate(task, matches, outcomes)
-        return Ranking(scores=scores, extras=_extras(ids, opponents, posterior, steps, stopped))
+        return Ranking(scores=scores, extras=_extras(ids, opponents, posterior, steps, stopped, source))
 
     def _aggregate(self, task: Task, matches: list[Match], outcomes: list[Outcome]) -> dict[str, float]:
         """The candidates' scores from the matches played, by ``aggregate``."""
@@ -216,7 +243,7 @@ class Active(Strategy):
         plays_per_pair = 2 // per_match
         most = self.max_judgments(n)
         task_match_count(
-            "active", task.task_id, n, self.budget, self.comparisons, self.order
+            "active", task.task_id, n, self._judgment_budget, self.comparisons, self.order
         )  # refuses a budget buying none
         matches_left = most // per_match
         tiebreak = _tiebreaks(n, rng)
@@ -230,6 +257,7 @@ class Active(Strategy):
         # prior scale), and always before the budget or the questions run out.
         check_every = max(1, math.ceil(n / 16))
         steps = 0
+        watch = self._watch(task, source)
         while True:
             open_pairs = np.triu(plays < plays_per_pair, 1)
             checked = matches_left <= 0 or not open_pairs.any() or not steps % check_every
@@ -243,7 +271,11 @@ class Active(Strategy):
             size = min(self.batch, matches_left)
             chosen = self._choose_until(posterior, target, plays >= plays_per_pair, opponents, tiebreak, size)
             steps += 1
-            drawn = _unasked_orders(chosen, first_shown, ids, rng)
+            drawn = self._affordable(watch, _unasked_orders(chosen, first_shown, ids, rng))
+            if not drawn:
+                stopped = "budget"  # in answers, tokens or USD
+                break
+            chosen = chosen[: len(drawn)]
             # order=random reverses a rematch itself (the match source remembers the last order shown).
             step_matches = source.play_many(drawn, round=steps, order=self.order, rng=rng)
             new = _new_outcomes(step_matches, asked, index)
@@ -256,7 +288,7 @@ class Active(Strategy):
             posterior.refresh()
         factor = ELO_SCALE / math.log(ELO_BASE)  # log-strength -> Elo points
         scores = {cid: float(posterior.mean[k] * factor + ELO_INITIAL) for k, cid in enumerate(ids)}
-        return Ranking(scores=scores, extras=_extras(ids, opponents, posterior, steps, stopped))
+        return Ranking(scores=scores, extras=_extras(ids, opponents, posterior, steps, stopped, source))
 
     def _stop_reason(
         self, posterior: Posterior, target: Any, seed: int, open_pairs: Any, matches_left: int, check: bool
@@ -297,11 +329,11 @@ class Active(Strategy):
     def max_judgments(self, n_candidates: int) -> int:
         """The budget; with ``until`` up to two plays of each pair (once per presentation order)."""
         if self.until is None:
-            return budget_judgments(n_candidates, self.budget, self.comparisons, self.order)
+            return budget_judgments(n_candidates, self._judgment_budget, self.comparisons, self.order)
         every = n_candidates * (n_candidates - 1)  # every ordered pair: the distinct judgments
         return min(
             every,
-            comparison_budget(n_candidates, self.budget, self.comparisons)
+            comparison_budget(n_candidates, self._judgment_budget, self.comparisons)
             // judgments_per_match(self.order)
             * judgments_per_match(self.order),
         )
@@ -369,17 +401,21 @@ def _new_outcomes(
 
 
 def _extras(
-    ids: list[str], opponents: Any, posterior: Posterior, steps: int, stopped: str
+    ids: list[str], opponents: Any, posterior: Posterior, steps: int, stopped: str, source: MatchSource
 ) -> dict[str, CandidateExtras]:
     """Every candidate's opponents played, posterior standard deviation (Elo points), and the run's
-    steps and reason to stop."""
+    steps, reason to stop and spend."""
     import numpy as np
 
     factor = ELO_SCALE / math.log(ELO_BASE)  # log-strength -> Elo points
     posterior_sd = np.sqrt(np.diag(posterior.cov)) * factor
     return {
         cid: CandidateExtras(
-            played=int(opponents[k]), posterior_sd=float(posterior_sd[k]), steps=steps, stopped=stopped
+            played=int(opponents[k]),
+            posterior_sd=float(posterior_sd[k]),
+            steps=steps,
+            stopped=stopped,
+            **spent_extras(source),
         )
         for k, cid in enumerate(ids)
     }
