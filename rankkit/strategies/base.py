@@ -252,8 +252,12 @@ class Strategy:
         for f in dataclasses.fields(self) if dataclasses.is_dataclass(self) else ():
             value = getattr(self, f.name)
             default = f.default if f.default is not dataclasses.MISSING else None
-            if value != default:
+            if f.name == "budget_unit":
+                continue  # written after the budget's number, as a spec gives it
+            if value != default or (f.name == "budget" and getattr(self, "budget_unit", "judgments") != "judgments"):
                 text = str(value).lower() if isinstance(value, bool) else str(value)
+                if f.name == "budget" and getattr(self, "budget_unit", "judgments") != "judgments":
+                    text = f"{value:g}{self.budget_unit}"  # type: ignore[attr-defined]
                 changed.append(f"{f.name}={text}")
         return self.name + (":" + ",".join(changed) if changed else "")
 
