@@ -145,9 +145,10 @@ class Active(Strategy):
         # One BLAS thread: these matrices are small, and a multi-threaded BLAS waiting for busy
         # cores is far slower.
         with threadpool_limits(limits=1, user_api="blas"):
+            watch = self._watch(task, source)  # a usd budget without a price is refused here, before judging
             if self.until is not None:
-                return self._rank_until(task, source, rng)
-            return self._rank(task, source, rng)
+                return self._rank_until(task, source, rng, watch)
+            return self._rank(task, source, rng, watch)
 
     @property
     def _judgment_budget(self) -> float:
@@ -159,13 +160,17 @@ class Active(Strategy):
             return None
         return BudgetWatch("active", self.budget, self.budget_unit, task, source)
 
-    def _affordable(self, watch: BudgetWatch | None, drawn: list[tuple[str, str]]) -> list[tuple[str, str]]:
-        """The first of the ``drawn`` pairs that the budget still pays for (all without a watch)."""
+    def _affordable(
+        self, watch: BudgetWatch | None, chosen: Any, drawn: list[tuple[str, str]]
+    ) -> tuple[Any, list[tuple[str, str]]]:
+        """The first of the ``chosen`` pairs (rows) and their ``drawn`` orders that the budget still
+        pays for (all without a watch)."""
         if watch is None:
-            return drawn
-        return drawn[: watch.affordable([pair_shown(a, b, self.order) for a, b in drawn])]
+            return chosen, drawn
+        count = watch.affordable([pair_shown(a, b, self.order) for a, b in drawn])
+        return chosen[:count], drawn[:count]
 
-    def _rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
+    def _rank(self, task: Task, source: MatchSource, rng: random.Random, watch: BudgetWatch | None) -> Ranking:
         import numpy as np
 
         ids = task.candidate_ids
@@ -184,7 +189,6 @@ class Active(Strategy):
         losers: set[str] = set()
         steps = 0
         stopped = "budget"
-        watch = self._watch(task, source)
         while matches_left > 0 and unplayed_count:
             if self.settle and len(winners) == n - 1 == len(losers) and is_settled(outcomes, ids):
                 stopped = "settled"
@@ -194,10 +198,9 @@ class Active(Strategy):
             chosen = choose_pairs(pairs, posterior.mean, posterior.cov, tiebreak, size, self.criterion, self.prior_sd)
             steps += 1
             # Rows are (i, j) with i < j, i.e. data order: each pair is drawn in a random orientation.
-            drawn = self._affordable(watch, [coin_order(ids[i], ids[j], rng) for i, j in chosen])
+            chosen, drawn = self._affordable(watch, chosen, [coin_order(ids[i], ids[j], rng) for i, j in chosen])
             if not drawn:
                 break  # the budget in answers, tokens or USD is spent
-            chosen = chosen[: len(drawn)]
             step_matches = source.play_many(drawn, round=steps, order=self.order, rng=rng)
             step_outcomes = match_outcomes(step_matches)
             matches += step_matches
@@ -229,7 +232,7 @@ class Active(Strategy):
             return corrected_grades(comparisons, ids, unplayed=sum(task.scale) / 2)
         return mean_grades(comparisons, ids, unplayed=sum(task.scale) / 2)
 
-    def _rank_until(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
+    def _rank_until(self, task: Task, source: MatchSource, rng: random.Random, watch: BudgetWatch | None) -> Ranking:
         """:meth:`rank` with a stopping target (``until``): see the class docstring and ``docs/stopping.md``."""
         import numpy as np
 
@@ -242,9 +245,8 @@ class Active(Strategy):
         per_match = 2 if self.order == "both" else 1
         plays_per_pair = 2 // per_match
         most = self.max_judgments(n)
-        task_match_count(
-            "active", task.task_id, n, self._judgment_budget, self.comparisons, self.order
-        )  # refuses a budget buying none
+        # Refuses a budget buying none.
+        task_match_count("active", task.task_id, n, self._judgment_budget, self.comparisons, self.order)
         matches_left = most // per_match
         tiebreak = _tiebreaks(n, rng)
         plays = np.zeros((n, n), dtype=np.intp)
@@ -257,7 +259,6 @@ class Active(Strategy):
         # prior scale), and always before the budget or the questions run out.
         check_every = max(1, math.ceil(n / 16))
         steps = 0
-        watch = self._watch(task, source)
         while True:
             open_pairs = np.triu(plays < plays_per_pair, 1)
             checked = matches_left <= 0 or not open_pairs.any() or not steps % check_every
@@ -271,11 +272,10 @@ class Active(Strategy):
             size = min(self.batch, matches_left)
             chosen = self._choose_until(posterior, target, plays >= plays_per_pair, opponents, tiebreak, size)
             steps += 1
-            drawn = self._affordable(watch, _unasked_orders(chosen, first_shown, ids, rng))
-            if not drawn:
-                stopped = "budget"  # in answers, tokens or USD
+            chosen, drawn = self._affordable(watch, chosen, _unasked_orders(chosen, first_shown, ids, rng))
+            if not drawn:  # the budget in answers, tokens or USD is spent: the target is tested once more
+                stopped = self._stop_reason(posterior, target, seed, open_pairs, 0, True)
                 break
-            chosen = chosen[: len(drawn)]
             # order=random reverses a rematch itself (the match source remembers the last order shown).
             step_matches = source.play_many(drawn, round=steps, order=self.order, rng=rng)
             new = _new_outcomes(step_matches, asked, index)

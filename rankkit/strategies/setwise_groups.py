@@ -173,7 +173,7 @@ class SetwiseGroups(KwayStrategy):
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
         """Group the candidates at random in groups of k for ``rounds`` rounds; score = mean slot score."""
         if self.until is not None or self.budget is not None:
-            return self._rank_until(task, source, rng)
+            return self._rank_until(task, source, rng, self._watch(task, source))
         ids = task.candidate_ids
         received: dict[str, list[float]] = {cid: [] for cid in ids}
         for round_ in range(1, self.rounds + 1):
@@ -185,7 +185,14 @@ class SetwiseGroups(KwayStrategy):
                     received[cid].append(match.scores[cid])
         return Ranking(scores=mean_scores(received, task.candidate_ids), extras=_extras(received))
 
-    def _rank_until(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
+    def _watch(self, task: Task, source: MatchSource) -> BudgetWatch | None:
+        """The stop at a budget in answers, tokens or USD (refusing a usd one without a price, before
+        judging); None for one in judgments or none."""
+        if self.budget is None or self.budget_unit == "judgments":
+            return None
+        return BudgetWatch(self.name, self.budget, self.budget_unit, task, source)
+
+    def _rank_until(self, task: Task, source: MatchSource, rng: random.Random, watch: BudgetWatch | None) -> Ranking:
         """:meth:`rank` with a stopping target or a budget (see the class docstring)."""
         import numpy as np
 
@@ -196,9 +203,6 @@ class SetwiseGroups(KwayStrategy):
         received: dict[str, list[float]] = {cid: [] for cid in task.candidate_ids}
         most = self.max_judgments(len(ids))
         self._check_budget_buys_a_group(task, most)
-        watch = None
-        if self.budget is not None and self.budget_unit != "judgments":
-            watch = BudgetWatch(self.name, self.budget, self.budget_unit, task, source)
         seed = task_seed(task.task_id)
         asked: set[tuple[str, ...]] = set()  # distinct judgments: the members in the order shown
         choices: list[tuple[tuple[int, ...], int]] = []
