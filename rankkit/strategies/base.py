@@ -73,9 +73,15 @@ class CandidateExtras:
         Steps the run took, the same for every candidate (active).
     stopped
         Why it stopped, the same for every candidate (active; swiss and setwise_groups with ``until``).
-    spent_judgments, spent_answers, spent_tokens, spent_usd
-        What the task's judgments spent where it stopped, in each budget unit (``docs/stopping.md``;
-        beside ``stopped``).
+    spent_judgments
+        The task's distinct judgments where it stopped, beside ``stopped`` (active, swiss,
+        setwise_groups; the budget units in ``docs/stopping.md``).
+    spent_answers
+        The answers those judgments showed (2 a comparison, k a k-way judgment).
+    spent_tokens
+        Their tokens: reported usage, else the estimate.
+    spent_usd
+        Their USD: reported cost, else tokens at the judge's price (0 without one).
     undecided
         How many of its comparisons failed, deciding nothing (pairwise strategies; see
         "Undecided comparisons" in :mod:`rankkit.strategies.matches`).
