@@ -37,6 +37,14 @@ def pair_shown(a: str, b: str, order: str) -> list[tuple[str, ...]]:
     return [(a, b), (b, a)] if order == "both" else [(a, b)]
 
 
+def unpriced(name: str, budget: float) -> SpecError:
+    """The error for a budget of ``budget`` USD on a judge without a price."""
+    return SpecError(
+        f"strategy {name}: budget={budget:g}usd needs a judge with a price "
+        "(a hosted judge with a built-in price, or price_in=,price_out=); use tokens or answers"
+    )
+
+
 class BudgetWatch:
     """Stops a task before its judgments spend more than ``budget · N`` answers, tokens or USD.
 
@@ -48,10 +56,7 @@ class BudgetWatch:
 
     def __init__(self, name: str, budget: float, unit: str, task: Task, source: MatchSource):
         if unit == "usd" and not source.meter.priced:
-            raise SpecError(
-                f"strategy {name}: budget={budget:g}usd needs a judge with a price "
-                "(a hosted judge with a built-in price, or price_in=,price_out=); use tokens or answers"
-            )
+            raise unpriced(name, budget)
         self.unit = unit
         self.limit = budget * len(task.candidates)
         self.source = source

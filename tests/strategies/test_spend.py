@@ -95,6 +95,7 @@ def test_a_usd_budget_needs_a_price_and_is_refused_before_any_judgment(spec):
         ("setwise_groups:budget=0usd", "strategy setwise_groups: budget must be > 0"),
         ("active:budget=3usd,budget_unit=tokens", "budget=3usd contradicts budget_unit=tokens"),
         ("active:budget_unit=dollars", "strategy active: budget_unit must be one of"),
+        ("bt,swiss:budget=0.01usd", "strategy swiss: budget=0.01usd needs a judge with a price"),  # before bt judges
     ],
 )
 def test_bad_budgets_exit_2_naming_the_strategy_and_option(spec, message):
