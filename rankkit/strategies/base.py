@@ -248,8 +248,12 @@ class Strategy:
         return None if field_ is None or field_.default is dataclasses.MISSING else field_.default
 
     def params(self) -> dict[str, Any]:
-        """The parameters by name, as results files store them (empty for a non-dataclass)."""
-        return dataclasses.asdict(self) if dataclasses.is_dataclass(self) else {}
+        """The parameters by name, as results files store them (empty for a non-dataclass); a budget
+        in judgments (the default unit) is stored as it always was, without ``budget_unit``."""
+        params = dataclasses.asdict(self) if dataclasses.is_dataclass(self) else {}
+        if params.get("budget_unit") == "judgments":
+            del params["budget_unit"]
+        return params
 
     @property
     def label(self) -> str:
