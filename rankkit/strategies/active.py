@@ -220,7 +220,9 @@ class Active(Strategy):
         if not posterior.exact:
             posterior.refresh()  # report the exact Laplace covariance at the final mean
         scores = self._aggregate(task, matches, outcomes)
-        return Ranking(scores=scores, extras=_extras(ids, opponents, posterior, steps, stopped, source))
+        return Ranking(
+            scores=scores, extras=_extras(ids, opponents, posterior, steps, stopped, source if watch else None)
+        )
 
     def _aggregate(self, task: Task, matches: list[Match], outcomes: list[Outcome]) -> dict[str, float]:
         """The candidates' scores from the matches played, by ``aggregate``."""
@@ -401,10 +403,11 @@ def _new_outcomes(
 
 
 def _extras(
-    ids: list[str], opponents: Any, posterior: Posterior, steps: int, stopped: str, source: MatchSource
+    ids: list[str], opponents: Any, posterior: Posterior, steps: int, stopped: str, source: MatchSource | None
 ) -> dict[str, CandidateExtras]:
     """Every candidate's opponents played, posterior standard deviation (Elo points), and the run's
-    steps, reason to stop and spend."""
+    steps, reason to stop and, from ``source`` (where a target or a budget in another unit than
+    judgments decides; None keeps the extras as they were), what it spent."""
     import numpy as np
 
     factor = ELO_SCALE / math.log(ELO_BASE)  # log-strength -> Elo points
@@ -415,7 +418,7 @@ def _extras(
             posterior_sd=float(posterior_sd[k]),
             steps=steps,
             stopped=stopped,
-            **spent_extras(source),
+            **(spent_extras(source) if source is not None else {}),
         )
         for k, cid in enumerate(ids)
     }

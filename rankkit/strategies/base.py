@@ -75,7 +75,7 @@ class CandidateExtras:
         Why it stopped, the same for every candidate (active; swiss and setwise_groups with ``until``).
     spent_judgments
         The task's distinct judgments where it stopped, beside ``stopped`` (active, swiss,
-        setwise_groups; the budget units in ``docs/stopping.md``).
+        setwise_groups, with ``until`` or a budget in another unit; ``docs/stopping.md``).
     spent_answers
         The answers those judgments showed (2 a comparison, k a k-way judgment).
     spent_tokens

@@ -68,8 +68,10 @@ def test_a_larger_budget_spends_more_and_a_budget_in_judgments_is_unchanged(spec
     small, _ = ranked(with_budget(spec, "20tokens"), meter=Meter(PRICE_IN, PRICE_OUT))
     large, _ = ranked(with_budget(spec, "40tokens"), meter=Meter(PRICE_IN, PRICE_OUT))
     assert small.spent_tokens < large.spent_tokens
-    judgments, _ = ranked(with_budget(spec, "2"))
-    assert judgments.spent_judgments <= 2 * 8
+    judgments, source = ranked(with_budget(spec, "2"))
+    assert source.cost.comparisons <= 2 * 8
+    # Recorded where a target or a budget in another unit decides the stop; else the extras are as before.
+    assert (judgments.spent_judgments is None) == ("until" not in spec)
 
 
 def test_the_judgments_cap_of_another_unit():
