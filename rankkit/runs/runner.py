@@ -28,9 +28,12 @@ from rankkit.judges.base import Judge
 from rankkit.judgments.cache import JudgmentCache, NullCache
 from rankkit.judgments.dispatch import Dispatcher
 from rankkit.judgments.memo import JudgmentMemo
+from rankkit.judgments.spend import Meter
 from rankkit.judgments.values import ParseStatus
+from rankkit.runs.plan.usd import judge_meter
 from rankkit.runs.results import RunResult, StrategyRun, TaskResult
 from rankkit.stats.metrics import evaluate
+from rankkit.strategies._spend import unpriced
 from rankkit.strategies.base import CandidateExtras, Strategy, check_compatible
 from rankkit.strategies.matches import Comparison, MatchSource
 
@@ -74,6 +77,7 @@ def run(
         How many tasks are ranked at once (see :func:`map_tasks`). Results do not depend on it.
     """
     check_compatible(strategies, judge)  # before any judgment is paid for
+    check_priced(strategies, judge_meter(judge))  # a usd budget needs a price: refused before any judgment
     judge.check_tasks(tasks)  # a judge that cannot judge this data says so now (sim: human scores)
     warm_up_seconds = warm_up()  # one-off start-up, charged to no strategy
     started = time.perf_counter()
@@ -113,12 +117,19 @@ def run(
     )
 
 
+def check_priced(strategies: Sequence[Strategy], meter: Meter) -> None:
+    """Refuse a budget in USD when the judge has no price (:class:`SpecError`, exit 2)."""
+    for strategy in strategies:
+        if getattr(strategy, "budget_unit", "judgments") == "usd" and not meter.priced:
+            raise unpriced(strategy.name, strategy.budget)  # type: ignore[attr-defined]
+
+
 def _rank_one(
     task: Task, strategy_run: StrategyRun, memo: JudgmentMemo, bar: RunProgress, seed: int
 ) -> tuple[TaskResult, float]:
     """One strategy's ranking of one task, with its own match source on the run's memo, and the
     seconds it took."""
-    source = MatchSource(task, memo, strategy=strategy_run.name, progress=bar)
+    source = MatchSource(task, memo, strategy=strategy_run.name, progress=bar, meter=judge_meter(memo.judge))
     started = time.perf_counter()
     ranking = strategy_run.strategy.rank(task, source, task_rng(seed, task.task_id))
     seconds = time.perf_counter() - started

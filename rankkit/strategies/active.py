@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from rankkit.data.specs import SpecError
 from rankkit.data.tasks import Task
+from rankkit.judgments.spend import check_unit
 from rankkit.stats.ratings import ELO_BASE, ELO_INITIAL, ELO_SCALE, Outcome, bradley_terry
 from rankkit.strategies._bt_posterior import Posterior
 from rankkit.strategies._budget import (
@@ -24,6 +25,7 @@ from rankkit.strategies._budget import (
 from rankkit.strategies._graded import corrected_grades, mean_grades
 from rankkit.strategies._pair_choice import candidate_pairs, choose_pairs, is_settled
 from rankkit.strategies._pair_effects import check_rule
+from rankkit.strategies._spend import BudgetWatch, judgment_budget, pair_shown, spent_extras
 from rankkit.strategies._stopping import (
     Forecast,
     check_stopping,
@@ -62,7 +64,7 @@ class Active(Strategy):
     ----------
     budget
         Comparisons per candidate: ``floor(budget · N)`` judgments per task (a match in both orders
-        costs 2).
+        costs 2); in ``budget_unit`` when that is not ``judgments``.
     comparisons
         Exactly this many comparisons per task instead (overrides ``budget``).
     batch
@@ -92,6 +94,9 @@ class Active(Strategy):
     stopping
         The posterior the target is judged by: ``pair_effects`` (a pair's judgments share a
         persistent effect) or ``bt`` (each distinct judgment an independent vote; 0.3's rule).
+    budget_unit
+        ``judgments``, ``answers`` (shown), ``tokens`` or ``usd``, per candidate (``docs/stopping.md``);
+        a spec writes it after the number: ``budget=2000tokens``.
     """
 
     budget: float = 3.0
@@ -105,6 +110,7 @@ class Active(Strategy):
     until: str | None = None
     confidence: float = 0.95
     stopping: str = "pair_effects"
+    budget_unit: str = "judgments"
 
     description = "active Bradley-Terry: most informative pairs first, budget x N comparisons"
     ranges: ClassVar[dict[str, tuple[float, float]]] = {
@@ -118,6 +124,7 @@ class Active(Strategy):
     def __post_init__(self) -> None:
         super().__post_init__()  # checks order
         check_budget("active", self.budget, self.comparisons, self.order)
+        check_unit("strategy active", self.budget_unit)
         if self.batch < 1:
             raise SpecError(f"strategy active: batch must be >= 1, got {self.batch}")
         if self.criterion not in CRITERIA:
@@ -144,17 +151,38 @@ class Active(Strategy):
         # One BLAS thread: these matrices are small, and a multi-threaded BLAS waiting for busy
         # cores is far slower.
         with threadpool_limits(limits=1, user_api="blas"):
+            watch = self._watch(task, source)  # a usd budget without a price is refused here, before judging
             if self.until is not None:
-                return self._rank_until(task, source, rng)
-            return self._rank(task, source, rng)
+                return self._rank_until(task, source, rng, watch)
+            return self._rank(task, source, rng, watch)
 
-    def _rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
+    @property
+    def _judgment_budget(self) -> float:
+        return judgment_budget(self.budget, self.budget_unit)
+
+    def _watch(self, task: Task, source: MatchSource) -> BudgetWatch | None:
+        """The stop at a budget in answers, tokens or USD; None for one in judgments."""
+        if self.budget_unit == "judgments":
+            return None
+        return BudgetWatch("active", self.budget, self.budget_unit, task, source)
+
+    def _affordable(
+        self, watch: BudgetWatch | None, chosen: Any, drawn: list[tuple[str, str]]
+    ) -> tuple[Any, list[tuple[str, str]]]:
+        """The first of the ``chosen`` pairs (rows) and their ``drawn`` orders that the budget still
+        pays for (all without a watch)."""
+        if watch is None:
+            return chosen, drawn
+        count = watch.affordable([pair_shown(a, b, self.order) for a, b in drawn])
+        return chosen[:count], drawn[:count]
+
+    def _rank(self, task: Task, source: MatchSource, rng: random.Random, watch: BudgetWatch | None) -> Ranking:
         import numpy as np
 
         ids = task.candidate_ids
         n = len(ids)
         index = {cid: k for k, cid in enumerate(ids)}
-        matches_left = task_match_count("active", task.task_id, n, self.budget, self.comparisons, self.order)
+        matches_left = task_match_count("active", task.task_id, n, self._judgment_budget, self.comparisons, self.order)
         unplayed_count = n * (n - 1) // 2
         tiebreak = _tiebreaks(n, rng)
         played = np.zeros((n, n), dtype=bool)
@@ -176,7 +204,9 @@ class Active(Strategy):
             chosen = choose_pairs(pairs, posterior.mean, posterior.cov, tiebreak, size, self.criterion, self.prior_sd)
             steps += 1
             # Rows are (i, j) with i < j, i.e. data order: each pair is drawn in a random orientation.
-            drawn = [coin_order(ids[i], ids[j], rng) for i, j in chosen]
+            chosen, drawn = self._affordable(watch, chosen, [coin_order(ids[i], ids[j], rng) for i, j in chosen])
+            if not drawn:
+                break  # the budget in answers, tokens or USD is spent
             step_matches = source.play_many(drawn, round=steps, order=self.order, rng=rng)
             step_outcomes = match_outcomes(step_matches)
             matches += step_matches
@@ -191,12 +221,14 @@ class Active(Strategy):
             unplayed_count -= len(chosen)
             matches_left -= len(chosen)
             posterior.update([(index[a], index[b], outcome) for a, b, outcome in step_outcomes])
-        if not unplayed_count and stopped == "budget" and matches_left > 0:
+        if not unplayed_count and stopped == "budget" and matches_left > 0 and watch is None:
             stopped = "all pairs played"
         if not posterior.exact:
             posterior.refresh()  # report the exact Laplace covariance at the final mean
         scores = self._aggregate(task, matches, outcomes)
-        return Ranking(scores=scores, extras=_extras(ids, opponents, posterior, steps, stopped))
+        return Ranking(
+            scores=scores, extras=_extras(ids, opponents, posterior, steps, stopped, source if watch else None)
+        )
 
     def _aggregate(self, task: Task, matches: list[Match], outcomes: list[Outcome]) -> dict[str, float]:
         """The candidates' scores from the matches played, by ``aggregate``."""
@@ -208,7 +240,7 @@ class Active(Strategy):
             return corrected_grades(comparisons, ids, unplayed=sum(task.scale) / 2)
         return mean_grades(comparisons, ids, unplayed=sum(task.scale) / 2)
 
-    def _rank_until(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
+    def _rank_until(self, task: Task, source: MatchSource, rng: random.Random, watch: BudgetWatch | None) -> Ranking:
         """:meth:`rank` with a stopping target (``until``): see the class docstring and ``docs/stopping.md``."""
         import numpy as np
 
@@ -221,9 +253,8 @@ class Active(Strategy):
         per_match = 2 if self.order == "both" else 1
         plays_per_pair = 2 // per_match
         most = self.max_judgments(n)
-        task_match_count(
-            "active", task.task_id, n, self.budget, self.comparisons, self.order
-        )  # refuses a budget buying none
+        # Refuses a budget buying none.
+        task_match_count("active", task.task_id, n, self._judgment_budget, self.comparisons, self.order)
         matches_left = most // per_match
         tiebreak = _tiebreaks(n, rng)
         plays = np.zeros((n, n), dtype=np.intp)
@@ -249,7 +280,10 @@ class Active(Strategy):
             size = min(self.batch, matches_left)
             chosen = self._choose_until(posterior, target, plays >= plays_per_pair, opponents, tiebreak, size)
             steps += 1
-            drawn = _unasked_orders(chosen, first_shown, ids, rng)
+            chosen, drawn = self._affordable(watch, chosen, _unasked_orders(chosen, first_shown, ids, rng))
+            if not drawn:  # the budget in answers, tokens or USD is spent: the target is tested once more
+                stopped = self._stop_reason(posterior, target, seed, open_pairs, 0, True)
+                break
             # order=random reverses a rematch itself (the match source remembers the last order shown).
             step_matches = source.play_many(drawn, round=steps, order=self.order, rng=rng)
             new = _new_outcomes(step_matches, asked, index)
@@ -262,7 +296,7 @@ class Active(Strategy):
             posterior.refresh()
         factor = ELO_SCALE / math.log(ELO_BASE)  # log-strength -> Elo points
         scores = {cid: float(posterior.mean[k] * factor + ELO_INITIAL) for k, cid in enumerate(ids)}
-        return Ranking(scores=scores, extras=_extras(ids, opponents, posterior, steps, stopped))
+        return Ranking(scores=scores, extras=_extras(ids, opponents, posterior, steps, stopped, source))
 
     def _stop_reason(
         self, posterior: Posterior, target: Any, seed: int, open_pairs: Any, matches_left: int, check: bool
@@ -303,11 +337,11 @@ class Active(Strategy):
     def max_judgments(self, n_candidates: int) -> int:
         """The budget; with ``until`` up to two plays of each pair (once per presentation order)."""
         if self.until is None:
-            return budget_judgments(n_candidates, self.budget, self.comparisons, self.order)
+            return budget_judgments(n_candidates, self._judgment_budget, self.comparisons, self.order)
         every = n_candidates * (n_candidates - 1)  # every ordered pair: the distinct judgments
         return min(
             every,
-            comparison_budget(n_candidates, self.budget, self.comparisons)
+            comparison_budget(n_candidates, self._judgment_budget, self.comparisons)
             // judgments_per_match(self.order)
             * judgments_per_match(self.order),
         )
@@ -375,17 +409,22 @@ def _new_outcomes(
 
 
 def _extras(
-    ids: list[str], opponents: Any, posterior: Posterior, steps: int, stopped: str
+    ids: list[str], opponents: Any, posterior: Posterior, steps: int, stopped: str, source: MatchSource | None
 ) -> dict[str, CandidateExtras]:
     """Every candidate's opponents played, posterior standard deviation (Elo points), and the run's
-    steps and reason to stop."""
+    steps, reason to stop and, from ``source`` (where a target or a budget in another unit than
+    judgments decides; None keeps the extras as they were), what it spent."""
     import numpy as np
 
     factor = ELO_SCALE / math.log(ELO_BASE)  # log-strength -> Elo points
     posterior_sd = np.sqrt(np.diag(posterior.cov)) * factor
     return {
         cid: CandidateExtras(
-            played=int(opponents[k]), posterior_sd=float(posterior_sd[k]), steps=steps, stopped=stopped
+            played=int(opponents[k]),
+            posterior_sd=float(posterior_sd[k]),
+            steps=steps,
+            stopped=stopped,
+            **(spent_extras(source) if source is not None else {}),
         )
         for k, cid in enumerate(ids)
     }

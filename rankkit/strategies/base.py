@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from rankkit.data.specs import Spec, SpecError, build_dataclass, convert_value, parse_spec
+from rankkit.data.specs import Spec, SpecError, build_dataclass, convert_value, init_parameters, parse_spec
 from rankkit.data.tasks import Task
 from rankkit.judgments.judge_protocol import JudgeProtocol
+from rankkit.judgments.spend import split_budget
 from rankkit.strategies.order import ORDERS, check_order
 
 if TYPE_CHECKING:  # rankkit.strategies.matches loads networkx; listing strategies should not
@@ -71,7 +72,16 @@ class CandidateExtras:
     steps
         Steps the run took, the same for every candidate (active).
     stopped
-        Why it stopped, the same for every candidate (active).
+        Why it stopped, the same for every candidate (active; swiss and setwise_groups with ``until``).
+    spent_judgments
+        The task's distinct judgments where it stopped, beside ``stopped`` (active, swiss,
+        setwise_groups, with ``until`` or a budget in another unit; ``docs/stopping.md``).
+    spent_answers
+        The answers those judgments showed (2 a comparison, k a k-way judgment).
+    spent_tokens
+        Their tokens: reported usage, else the estimate.
+    spent_usd
+        Their USD: reported cost, else tokens at the judge's price (0 without one).
     undecided
         How many of its comparisons failed, deciding nothing (pairwise strategies; see
         "Undecided comparisons" in :mod:`rankkit.strategies.matches`).
@@ -97,6 +107,10 @@ class CandidateExtras:
     posterior_sd: float | None = None
     steps: int | None = None
     stopped: str | None = None
+    spent_judgments: int | None = None
+    spent_answers: int | None = None
+    spent_tokens: int | None = None
+    spent_usd: float | None = None
     undecided: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -234,8 +248,12 @@ class Strategy:
         return None if field_ is None or field_.default is dataclasses.MISSING else field_.default
 
     def params(self) -> dict[str, Any]:
-        """The parameters by name, as results files store them (empty for a non-dataclass)."""
-        return dataclasses.asdict(self) if dataclasses.is_dataclass(self) else {}
+        """The parameters by name, as results files store them (empty for a non-dataclass); a budget
+        in judgments (the default unit) is stored as it always was, without ``budget_unit``."""
+        params = dataclasses.asdict(self) if dataclasses.is_dataclass(self) else {}
+        if params.get("budget_unit") == "judgments":
+            del params["budget_unit"]
+        return params
 
     @property
     def label(self) -> str:
@@ -244,8 +262,12 @@ class Strategy:
         for f in dataclasses.fields(self) if dataclasses.is_dataclass(self) else ():
             value = getattr(self, f.name)
             default = f.default if f.default is not dataclasses.MISSING else None
-            if value != default:
+            if f.name == "budget_unit":
+                continue  # written after the budget's number, as a spec gives it
+            if value != default or (f.name == "budget" and getattr(self, "budget_unit", "judgments") != "judgments"):
                 text = str(value).lower() if isinstance(value, bool) else str(value)
+                if f.name == "budget" and getattr(self, "budget_unit", "judgments") != "judgments":
+                    text = f"{value:g}{self.budget_unit}"  # type: ignore[attr-defined]
                 changed.append(f"{f.name}={text}")
         return self.name + (":" + ",".join(changed) if changed else "")
 
@@ -288,6 +310,8 @@ def check_ranges(strategy: Strategy) -> None:
     """
     for name, (lowest, highest) in strategy.ranges.items():
         value = getattr(strategy, name)
+        if name == "budget" and getattr(strategy, "budget_unit", "judgments") != "judgments":
+            continue  # the range is in judgments per candidate; another unit must only be > 0
         if value is not None and not lowest <= value <= highest:
             raise SpecError(f"strategy {strategy.name}: {name} must be {describe_range(lowest, highest)}, got {value}")
 
@@ -400,7 +424,22 @@ def make_strategy(spec: str | Spec) -> Strategy:
     if parsed.positional:
         raise SpecError(f"strategy {parsed.name}: unexpected value(s) {', '.join(parsed.positional)}; use key=value")
     where = f"strategy {parsed.name}"
-    return build_dataclass(cls, debias_as_order(cls, parsed.options, where=where), where=where)
+    options = budget_with_unit(cls, debias_as_order(cls, parsed.options, where=where), where=where)
+    return build_dataclass(cls, options, where=where)
+
+
+def budget_with_unit(cls: type[Strategy], options: dict[str, str], *, where: str) -> dict[str, str]:
+    """Split ``budget=6answers`` into ``budget=6`` and ``budget_unit=answers`` for a strategy with a
+    ``budget_unit`` (:mod:`rankkit.judgments.spend`); ``where`` names the spec in errors."""
+    if "budget" not in options or "budget_unit" not in init_parameters(cls):
+        return options
+    number, unit = split_budget(options["budget"], f"{where}: budget")
+    if unit != "judgments" and options.get("budget_unit", unit) != unit:
+        raise SpecError(f"{where}: budget={options['budget']} contradicts budget_unit={options['budget_unit']}")
+    split = {**options, "budget": number}
+    if unit != "judgments":
+        split["budget_unit"] = unit
+    return split
 
 
 def debias_as_order(cls: type[Strategy], options: dict[str, str], *, where: str) -> dict[str, str]:

@@ -5,6 +5,7 @@ More in ``docs/matches.md``.
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -14,6 +15,7 @@ import networkx as nx
 
 from rankkit.data.tasks import Task
 from rankkit.judgments.memo import JudgmentMemo, Origin
+from rankkit.judgments.spend import Meter, Spend
 from rankkit.judgments.values import CHOICE_KIND, RANKING_KIND, Grade, ParseStatus, Verdict, Winner
 from rankkit.strategies.order import check_order, coin_order
 
@@ -256,12 +258,20 @@ class MatchSource:
     (1.0, 2, 2, 2)
     """
 
-    def __init__(self, task: Task, memo: JudgmentMemo, strategy: str = "", progress: Any = None):
+    def __init__(
+        self, task: Task, memo: JudgmentMemo, strategy: str = "", progress: Any = None, meter: Meter | None = None
+    ):
         self.task = task
         self.memo = memo
         self.strategy = strategy
         self.progress = progress
         self.cost = Cost()
+        #: Prices each judgment used in the four budget units (:mod:`rankkit.judgments.spend`).
+        self.meter = meter if meter is not None else Meter()
+        #: What the distinct judgments used so far spent, new, cached or reused alike (so a budget
+        #: stops at the same place whatever the cache holds).
+        self.spend = Spend()
+        self._token_ratio = 1.0  # the largest reported / estimated tokens of a judgment so far
         self.comparisons: list[Comparison] = []
         self._verdicts: dict[tuple[str, str], Verdict] = {}  # ordered pairs used so far
         self._grades: dict[str, Grade] = {}  # candidates graded so far
@@ -296,6 +306,7 @@ class MatchSource:
                 self._verdicts[(first, second)] = verdict
                 self.comparisons.append(Comparison(first, second, verdict, round))
                 self.cost.comparisons += 1
+                self._meter((first, second), verdict.usage)
             self._account(answers)
         return [self._verdicts[pair] for pair in pairs]
 
@@ -521,6 +532,7 @@ class MatchSource:
                 self._group_judgments[(kind, group)] = judgment
                 self.group_comparisons.append(GroupComparison(group, judgment, round))
                 self.cost.comparisons += 1
+                self._meter(group, judgment.usage)
             self._account(answers)
         return [self._group_judgments[(kind, group)] for group in shown]
 
@@ -543,6 +555,7 @@ class MatchSource:
                 self._grades[cid] = grade
                 self.grades.append((cid, grade))
                 self.cost.grades += 1
+                self._meter((cid,), grade.usage)
             self._account(answers)
         return [self._grades[cid] for cid in candidates]
 
@@ -559,6 +572,28 @@ class MatchSource:
         return self.grade_many([candidate])[0]
 
     # -- accounting ---------------------------------------------------------------------------
+    def _meter(self, shown: Sequence[str], usage: Any) -> None:
+        """Add a newly used judgment showing ``shown`` to :attr:`spend`."""
+        candidates = [self.task.candidate(cid) for cid in shown]
+        spend = self.meter.judgment(self.task, candidates, usage)
+        estimated = self.meter.estimate(self.task, candidates)
+        if estimated > 0:
+            self._token_ratio = max(self._token_ratio, spend.tokens / estimated)
+        self.spend.add(spend)
+
+    def quote(self, shown: Sequence[tuple[str, ...]]) -> Spend:
+        """What asking each of ``shown`` (candidate ids in the order shown) would spend, those already
+        used free: the estimate, scaled by the largest ratio of reported to estimated tokens so far."""
+        quoted = Spend()
+        for ids in dict.fromkeys(shown):
+            if (len(ids) == 2 and ids in self._verdicts) or any(key[1] == ids for key in self._group_judgments):
+                continue
+            tokens = math.ceil(
+                self.meter.estimate(self.task, [self.task.candidate(cid) for cid in ids]) * self._token_ratio
+            )
+            quoted.add(Spend(judgments=1, answers=len(ids), tokens=tokens, usd=self.meter.usd(tokens, 0)))
+        return quoted
+
     def _charge(self, judgment: Verdict | Grade, origin: Origin) -> None:
         cost = self.cost
         if origin is Origin.CACHE:

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from rankkit.data.specs import SpecError
 from rankkit.data.tasks import Task
+from rankkit.judgments.spend import check_unit
 from rankkit.strategies._bt_posterior import choice_posterior
 from rankkit.strategies._kway import KwayStrategy, mean_scores
+from rankkit.strategies._spend import BudgetWatch, judgment_budget, spent_extras
 from rankkit.strategies._stopping import (
     Forecast,
     StopTarget,
@@ -116,12 +119,15 @@ class SetwiseGroups(KwayStrategy):
         The posterior probability the target must reach.
     budget
         Judgments per candidate: at most ``floor(budget · N)`` per task, cutting a round short
-        (None: the rounds alone bound it).
+        (None: the rounds alone bound it); in ``budget_unit`` when that is not ``judgments``.
     prior_sd
         The prior sd of the log-strengths (only with ``until``).
     criterion
         ``random`` (every candidate, shuffled) or ``target`` (needs ``until``): after the first round
         only candidates in contention are grouped (:func:`contention_groups`).
+    budget_unit
+        ``judgments``, ``answers`` (shown), ``tokens`` or ``usd``, per candidate (``docs/stopping.md``);
+        a spec writes it after the number: ``budget=2000tokens``.
     """
 
     k: int = 8
@@ -133,6 +139,7 @@ class SetwiseGroups(KwayStrategy):
     budget: float | None = None
     prior_sd: float = 2.0
     criterion: str = "random"
+    budget_unit: str = "judgments"
 
     description = "random groups of k for several rounds, score = mean slot score (no elimination)"
     ranges: ClassVar[dict[str, tuple[float, float]]] = {
@@ -151,6 +158,7 @@ class SetwiseGroups(KwayStrategy):
         check_stopping(f"strategy {self.name}", self.until, self.confidence)
         if self.budget is not None and not self.budget > 0:
             raise SpecError(f"strategy {self.name}: budget must be > 0 judgments per candidate, got {self.budget}")
+        check_unit(f"strategy {self.name}", self.budget_unit)
         if self.prior_sd <= 0:
             raise SpecError(f"strategy {self.name}: prior_sd must be > 0, got {self.prior_sd}")
         if self.criterion not in CRITERIA:
@@ -165,7 +173,7 @@ class SetwiseGroups(KwayStrategy):
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
         """Group the candidates at random in groups of k for ``rounds`` rounds; score = mean slot score."""
         if self.until is not None or self.budget is not None:
-            return self._rank_until(task, source, rng)
+            return self._rank_until(task, source, rng, self._watch(task, source))
         ids = task.candidate_ids
         received: dict[str, list[float]] = {cid: [] for cid in ids}
         for round_ in range(1, self.rounds + 1):
@@ -177,7 +185,14 @@ class SetwiseGroups(KwayStrategy):
                     received[cid].append(match.scores[cid])
         return Ranking(scores=mean_scores(received, task.candidate_ids), extras=_extras(received))
 
-    def _rank_until(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
+    def _watch(self, task: Task, source: MatchSource) -> BudgetWatch | None:
+        """The stop at a budget in answers, tokens or USD (refusing a usd one without a price, before
+        judging); None for one in judgments or none."""
+        if self.budget is None or self.budget_unit == "judgments":
+            return None
+        return BudgetWatch(self.name, self.budget, self.budget_unit, task, source)
+
+    def _rank_until(self, task: Task, source: MatchSource, rng: random.Random, watch: BudgetWatch | None) -> Ranking:
         """:meth:`rank` with a stopping target or a budget (see the class docstring)."""
         import numpy as np
 
@@ -206,7 +221,7 @@ class SetwiseGroups(KwayStrategy):
                 groups = contention_groups(rows, mean, cov, target, self.confidence, self.k, rng)
             else:
                 groups = _random_groups(ids, self.k, rng)
-            affordable = self._affordable(groups, most - used)
+            affordable = self._affordable(groups, most - used, watch)
             if not affordable:
                 stopped = "budget"
                 break
@@ -230,7 +245,7 @@ class SetwiseGroups(KwayStrategy):
             scores = {cid: float(mean[index[cid]]) for cid in task.candidate_ids}
         else:
             scores = mean_scores(received, task.candidate_ids)
-        return Ranking(scores=scores, extras=_extras(received, stopped))
+        return Ranking(scores=scores, extras=_extras(received, stopped, spent_extras(source)))
 
     def _check_budget_buys_a_group(self, task: Task, most: int) -> None:
         """Refuse a budget of ``most`` judgments that buys no group of ``task``."""
@@ -242,9 +257,9 @@ class SetwiseGroups(KwayStrategy):
                 f"({n} candidates, groups of up to {self.k})"
             )
 
-    def _affordable(self, groups: list[list[str]], left: int) -> list[list[str]]:
-        """The round's first groups that ``left`` judgments pay for: the budget always wins, a round
-        is cut short where it could run out."""
+    def _affordable(self, groups: list[list[str]], left: int, watch: BudgetWatch | None) -> list[list[str]]:
+        """The round's first groups that ``left`` judgments (and ``watch``'s budget, if any) pay for:
+        the budget always wins, a round is cut short where it could run out."""
         affordable = []
         for group in groups:
             cost = judgments_per_group(self.order, len(group), self.shifts)
@@ -252,6 +267,13 @@ class SetwiseGroups(KwayStrategy):
                 break
             affordable.append(group)
             left -= cost
+        if watch is not None:
+            # Each presentation of a group shows the same answers: its rotations stand for them.
+            shown = [
+                [tuple(group[i:] + group[:i]) for i in range(judgments_per_group(self.order, len(group), self.shifts))]
+                for group in affordable
+            ]
+            affordable = affordable[: watch.affordable(shown)]
         return affordable
 
     def max_judgments(self, n_candidates: int) -> int:
@@ -261,7 +283,7 @@ class SetwiseGroups(KwayStrategy):
         )
         if self.budget is None:
             return rounds
-        return min(rounds, math.floor(self.budget * n_candidates + 1e-9))
+        return min(rounds, math.floor(judgment_budget(self.budget, self.budget_unit) * n_candidates + 1e-9))
 
     def forecast_judgments(self, n_candidates: int, seed: int = 0) -> Forecast | None:
         """Before any judgment: :func:`~rankkit.strategies._stopping.prior_forecast`, a choice among k
@@ -288,10 +310,14 @@ def _random_groups(ids: list[str], k: int, rng: random.Random) -> list[list[str]
     return [group for group in groups if len(group) >= 2]
 
 
-def _extras(received: dict[str, list[float]], stopped: str | None = None) -> dict[str, CandidateExtras]:
-    """Every candidate's slot scores received (``received``: in the task's order) and the reason to stop."""
+def _extras(
+    received: dict[str, list[float]], stopped: str | None = None, spent: Mapping[str, float] | None = None
+) -> dict[str, CandidateExtras]:
+    """Every candidate's slot scores received (``received``: in the task's order), the reason to stop
+    and, beside it, what the task spent."""
+    spent = spent if stopped is not None and spent is not None else {}
     return {
-        cid: CandidateExtras(played=len(scores), grades=tuple(scores), stopped=stopped)
+        cid: CandidateExtras(played=len(scores), grades=tuple(scores), stopped=stopped, **spent)
         for cid, scores in received.items()
     }
 

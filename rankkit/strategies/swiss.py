@@ -15,10 +15,12 @@ from typing import TYPE_CHECKING, ClassVar
 
 from rankkit.data.specs import SpecError
 from rankkit.data.tasks import Task
+from rankkit.judgments.spend import check_unit
 from rankkit.stats.ratings import ELO_BASE, ELO_INITIAL, ELO_SCALE, Outcome, bradley_terry, win_rates
 from rankkit.strategies._budget import budget_judgments, check_budget, match_outcomes, task_match_count
 from rankkit.strategies._graded import corrected_grades, mean_grades
 from rankkit.strategies._pair_effects import check_rule
+from rankkit.strategies._spend import BudgetWatch, judgment_budget, pair_shown, spent_extras
 from rankkit.strategies._stopping import (
     Forecast,
     check_stopping,
@@ -95,7 +97,7 @@ class Swiss(Strategy):
     ----------
     budget
         Comparisons per candidate: ``floor(budget · N)`` judgments per task (a match in both orders
-        costs 2); 3 is about 6 rounds.
+        costs 2); 3 is about 6 rounds. In ``budget_unit`` when that is not ``judgments``.
     comparisons
         Exactly this many comparisons per task instead (overrides ``budget``).
     order
@@ -118,6 +120,10 @@ class Swiss(Strategy):
     stopping
         The posterior the target is judged by: ``pair_effects`` (a pair's judgments share a
         persistent effect) or ``bt`` (each distinct judgment an independent vote; 0.3's rule).
+    budget_unit
+        ``judgments``, ``answers`` (shown), ``tokens`` or ``usd``, per candidate (``docs/stopping.md``);
+        a spec writes it after the number: ``budget=2000tokens``. A round is cut short where the
+        budget runs out.
     """
 
     budget: float = 3.0
@@ -128,6 +134,7 @@ class Swiss(Strategy):
     confidence: float = 0.95
     prior_sd: float = 2.0
     stopping: str = "pair_effects"
+    budget_unit: str = "judgments"
 
     description = "Swiss-system tournament: rounds pair close running scores, budget x N comparisons"
     ranges: ClassVar[dict[str, tuple[float, float]]] = {
@@ -141,6 +148,7 @@ class Swiss(Strategy):
         super().__post_init__()  # checks order
         check_budget("swiss", self.budget, self.comparisons, self.order)
         check_rule("strategy swiss", self.stopping)
+        check_unit("strategy swiss", self.budget_unit)
         if self.aggregate not in AGGREGATES:
             raise SpecError(f"strategy swiss: aggregate must be one of {', '.join(AGGREGATES)}, got {self.aggregate!r}")
         if self.prior_sd <= 0:
@@ -154,7 +162,13 @@ class Swiss(Strategy):
     def rank(self, task: Task, source: MatchSource, rng: random.Random) -> Ranking:
         """Play a Swiss-system tournament on the task's candidates until the budget is spent."""
         ids = task.candidate_ids
-        matches_left = task_match_count("swiss", task.task_id, len(ids), self.budget, self.comparisons, self.order)
+        budget = judgment_budget(self.budget, self.budget_unit)
+        matches_left = task_match_count("swiss", task.task_id, len(ids), budget, self.comparisons, self.order)
+        watch = (
+            None
+            if self.budget_unit == "judgments"
+            else BudgetWatch("swiss", self.budget, self.budget_unit, task, source)
+        )
         points = dict.fromkeys(ids, 0.0)
         opponents: dict[str, list[str]] = {cid: [] for cid in ids}
         met: set[frozenset[str]] = set()
@@ -172,6 +186,10 @@ class Swiss(Strategy):
             # Swiss pairs are (higher, lower) in the standings: each is drawn in a random orientation,
             # so a judge's first-slot preference falls on either alike.
             drawn = [coin_order(a, b, rng) for a, b in pairs]
+            if watch is not None:  # cut the round where the budget in answers, tokens or USD runs out
+                drawn = drawn[: watch.affordable([pair_shown(a, b, self.order) for a, b in drawn])]
+                if not drawn:
+                    break
             round_matches = source.play_many(drawn, round=round_number, order=self.order, rng=rng)
             round_outcomes = match_outcomes(round_matches)  # one per judgment: a two-order match gives two
             _tally(round_matches, round_outcomes, points, opponents, met)
@@ -181,12 +199,16 @@ class Swiss(Strategy):
             if stopping is not None:
                 stopping.add(round_matches, matches_left, source)
 
+        every_pair_met = len(met) == len(ids) * (len(ids) - 1) // 2
+        stopped = "exhausted" if every_pair_met else "budget"
         if stopping is not None:
-            every_pair_met = len(met) == len(ids) * (len(ids) - 1) // 2
-            stopped = "target" if stopping.settled() else "exhausted" if every_pair_met else "budget"
-            return Ranking(scores=stopping.scores(), extras=_extras(ids, points, opponents, round_number, stopped))
+            stopped = "target" if stopping.settled() else stopped
+            extras = _extras(ids, points, opponents, round_number, stopped, spent_extras(source))
+            return Ranking(scores=stopping.scores(), extras=extras)
         scores, ranking = self._aggregate(task, matches, outcomes, opponents)
-        return Ranking(scores=scores, ranking=ranking, extras=_extras(ids, points, opponents, round_number))
+        spent = spent_extras(source) if watch is not None else {}  # a stop recorded only where it decides
+        extras = _extras(ids, points, opponents, round_number, stopped if watch is not None else None, spent)
+        return Ranking(scores=scores, ranking=ranking, extras=extras)
 
     def _aggregate(
         self, task: Task, matches: list[Match], outcomes: list[Outcome], opponents: dict[str, list[str]]
@@ -214,7 +236,9 @@ class Swiss(Strategy):
 
     def max_judgments(self, n_candidates: int) -> int:
         """The budget's judgments (:func:`~rankkit.strategies._budget.budget_judgments`)."""
-        return budget_judgments(n_candidates, self.budget, self.comparisons, self.order)
+        return budget_judgments(
+            n_candidates, judgment_budget(self.budget, self.budget_unit), self.comparisons, self.order
+        )
 
     def forecast_judgments(self, n_candidates: int, seed: int = 0) -> Forecast | None:
         """Before any judgment: :func:`~rankkit.strategies._stopping.prior_forecast`; None without ``until``."""
@@ -249,8 +273,10 @@ def _extras(
     opponents: dict[str, list[str]],
     rounds: int,
     stopped: str | None = None,
+    spent: Mapping[str, float] | None = None,
 ) -> dict[str, CandidateExtras]:
-    """Every candidate's matches, points and opponents, with the rounds played and why they stopped."""
+    """Every candidate's matches, points and opponents, with the rounds played, why they stopped
+    and what the task spent."""
     return {
         cid: CandidateExtras(
             played=len(opponents[cid]),
@@ -258,6 +284,7 @@ def _extras(
             opponents=tuple(opponents[cid]),
             rounds=rounds,
             stopped=stopped,
+            **(spent or {}),
         )
         for cid in ids
     }

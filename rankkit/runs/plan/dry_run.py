@@ -93,6 +93,8 @@ class PlanRow:
     notes: list[str] = field(default_factory=list)
     #: The judgments a strategy with a stopping target is forecast to need (:func:`target_forecast`).
     to_target: Any = None
+    #: Answers one judgment shows (2 a comparison, k a k-way judgment, 1 a grade): the forecast in answers.
+    answers_per_judgment: float = 2.0
 
     @property
     def exact(self) -> bool:
@@ -186,6 +188,7 @@ def dry_run(
         if row.prompt_tokens is not None:
             row.usd = estimate_usd(judge, strategy.kind, row.new, row.prompt_tokens)
         row.to_target = target_forecast(strategy, tasks)
+        row.answers_per_judgment = answers_per_judgment(strategy)
         rows.append(row)
     notes = judge_notes(judge, sizes)
     batches = batch_note(tasks, strategies, judge, seed)  # batch=true: the sequential batches, its wall time
@@ -255,7 +258,15 @@ def arithmetic_row(
     if row.prompt_tokens is not None:
         row.usd = estimate_usd(judge, strategy.kind, row.new, row.prompt_tokens)
     row.to_target = target_forecast(strategy, tasks)
+    row.answers_per_judgment = answers_per_judgment(strategy)
     return row
+
+
+def answers_per_judgment(strategy: Strategy) -> float:
+    """Answers one of the strategy's judgments shows: 1 a grade, k a k-way judgment, 2 a comparison."""
+    if strategy.kind == "pointwise":
+        return 1.0
+    return float(getattr(strategy, "k", 2)) if strategy.kind == "kway" else 2.0
 
 
 def target_forecast(strategy: Strategy, tasks: Sequence[Task]) -> Any:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from rankkit.runs.plan.dry_run import DryRun
+from rankkit.judgments.spend import Spend
+from rankkit.runs.plan.dry_run import DryRun, PlanRow
+from rankkit.strategies._spend import describe_spend
 
 #: Columns of the dry-run table: what each strategy uses and where each judgment would come from.
 COLUMNS = (
@@ -37,6 +39,16 @@ def display_rows(report: DryRun) -> list[dict[str, Any]]:
     return rows
 
 
+def per_judgment(row: PlanRow) -> tuple[Spend, tuple[str, ...]]:
+    """What one of the row's new judgments spends on average, and the units the estimate can tell
+    (tokens with a judge that has prompts, USD with a price)."""
+    new = row.new or 1
+    tokens = row.prompt_tokens / new if row.prompt_tokens is not None else 0.0
+    usd = row.usd / new if row.usd is not None else 0.0
+    units = ("judgments", "answers") + (("tokens",) if row.prompt_tokens is not None else ())
+    return Spend(1, row.answers_per_judgment, tokens, usd), units + (("usd",) if row.usd is not None else ())
+
+
 def format_dry_run(report: DryRun, fmt: str = "table", data: str = "") -> str:
     """The dry run as ``table``, ``markdown``, ``csv`` or ``json``; the human formats add a summary, notes and warnings.
 
@@ -67,10 +79,9 @@ def format_dry_run(report: DryRun, fmt: str = "table", data: str = "") -> str:
         lines[-1] += f" · estimated USD {'≤' if marks == {'≤'} else '≈'}{sum(dollars):.4f}"
     for row in report.rows:
         if row.to_target is not None:
-            price = row.usd / row.new if row.usd is not None and row.new else None  # this run's estimate per judgment
             lines.append(
-                f"to target, {row.strategy}: {row.to_target.describe(price)} over all tasks — a "
-                f"prior-based estimate before any judgment (docs/stopping.md), capped by the budget"
+                f"to target, {row.strategy}: {describe_spend(row.to_target, *per_judgment(row))} over all tasks "
+                f"— a prior-based estimate before any judgment (docs/stopping.md), capped by the budget"
             )
     lines += [f"note: {note}" for note in report.notes]
     lines += [f"warning: {warning}" for warning in report.warnings]

@@ -1,24 +1,16 @@
 """Prompt sizes for a dry run: the prompts an LLM judge would be sent, rendered and estimated in tokens.
 
-No tokenizer is loaded: tokens are estimated at :data:`CHARS_PER_TOKEN` characters each.
+No tokenizer is loaded: tokens are estimated at :data:`~rankkit.judgments.spend.CHARS_PER_TOKEN` characters each.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 from rankkit.data.conversations import plain_text
 from rankkit.data.tasks import Candidate, Task
 from rankkit.judges.llm.judge import LLMJudge
-
-#: Characters per token of the estimate (OpenAI's rule of thumb for English text).
-CHARS_PER_TOKEN = 4
-
-
-def estimate_tokens(text: str) -> int:
-    """Estimated tokens of ``text``: its characters over :data:`CHARS_PER_TOKEN`, rounded up."""
-    return math.ceil(len(text) / CHARS_PER_TOKEN)
+from rankkit.judgments.spend import CHARS_PER_TOKEN, estimate_tokens  # noqa: F401  (CHARS_PER_TOKEN: re-exported)
 
 
 class PromptSizes:
@@ -92,3 +84,12 @@ class PromptSizes:
     @staticmethod
     def _conversation(conversation: Sequence[dict[str, str]]) -> int:
         return estimate_tokens("".join(turn["content"] for turn in conversation))
+
+
+def judgment_estimate(sizes: PromptSizes, task: Task, shown: Sequence[Candidate]) -> float:
+    """Estimated prompt tokens of the judgment showing ``shown``: a grade, a comparison or a k-way choice."""
+    if len(shown) == 1:
+        return sizes.point(task, shown[0])
+    if len(shown) == 2:
+        return sizes.pair(task, shown[0], shown[1])
+    return sizes.group(task, shown, "choice")

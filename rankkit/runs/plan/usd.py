@@ -7,11 +7,15 @@ the batch discount applies; no prompt-cache hits or retries (:data:`ASSUMPTIONS`
 
 from __future__ import annotations
 
+import functools
+
 from rankkit.judges.base import Judge
 from rankkit.judges.hosted.prices import BATCH_DISCOUNT, Price
 from rankkit.judges.hosted.runtime import HostedRuntime
 from rankkit.judges.llm.calibrated_judge import CalibratedJudge
 from rankkit.judges.llm.judge import LLMJudge
+from rankkit.judgments.spend import Meter
+from rankkit.runs.plan.tokens import PromptSizes, judgment_estimate
 
 #: Tokens of rankkit's follow-up question (or verdict prefix) added to each verdict read.
 READ_OVERHEAD_TOKENS = 40
@@ -71,3 +75,15 @@ def estimate_usd(judge: Judge, kind: str, new: int, prompt_tokens: float) -> flo
         output_tokens = new
     discount = BATCH_DISCOUNT if hosted.batched else 1.0
     return (input_tokens * price.input + output_tokens * price.output) / 1e6 * discount
+
+
+def judge_meter(judge: Judge) -> Meter:
+    """The :class:`~rankkit.judgments.spend.Meter` of ``judge``'s budgets: its list price (none when it has
+    none) and, for judgments that report no usage, the dry run's prompt estimate (an LLM judge's own
+    templates; the bare question and answers for another judge)."""
+    price = judge_price(judge)
+    inner = llm_judge(judge)
+    kwargs = {} if inner is None else {"estimate": functools.partial(judgment_estimate, PromptSizes(inner))}
+    if price is None:
+        return Meter(**kwargs)
+    return Meter(price_in=price.input, price_out=price.output, **kwargs)
