@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from rankkit.data.conversations import plain_text
 from rankkit.data.specs import SpecError
 from rankkit.data.tasks import Candidate, Task
 
@@ -83,7 +84,7 @@ PromptEstimate = Callable[[Task, Sequence[Candidate]], float]
 
 def text_estimate(task: Task, shown: Sequence[Candidate]) -> float:
     """Estimated tokens of the question and the answers shown (no template): a judge without prompts."""
-    return estimate_tokens(task.prompt + "".join(c.text for c in shown))
+    return estimate_tokens(plain_text(task.prompt) + "".join(plain_text(c.text) for c in shown))
 
 
 @dataclass(frozen=True)

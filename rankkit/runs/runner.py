@@ -120,7 +120,7 @@ def run(
 def check_priced(strategies: Sequence[Strategy], meter: Meter) -> None:
     """Refuse a budget in USD when the judge has no price (:class:`SpecError`, exit 2)."""
     for strategy in strategies:
-        if getattr(strategy, "budget_unit", "judgments") == "usd" and not meter.priced:
+        if strategy.budget_in() == "usd" and not meter.priced:
             raise unpriced(strategy.name, strategy.budget)  # type: ignore[attr-defined]
 
 

@@ -227,6 +227,11 @@ class Strategy:
         """Rank one task's candidates, asking ``source`` for judgments; ``rng`` is seeded by the run."""
         raise NotImplementedError
 
+    def budget_in(self) -> str:
+        """The unit its ``budget`` counts in: ``judgments`` unless a strategy takes ``budget_unit``
+        (``answers``, ``tokens`` or ``usd``; ``docs/stopping.md``)."""
+        return getattr(self, "budget_unit", "judgments")
+
     def exact_judgments(self, n_candidates: int) -> int | None:
         """How many judgments (comparisons + grades) :meth:`rank` uses on ``n_candidates`` whatever the
         verdicts (a knockout's N − 1); None when not fixed or not declared.
