@@ -393,7 +393,13 @@ REFUSED_INPUTS = [
     ),
     ("NUL in a text", [two_candidates(text="x\u0000y")], 1, "candidates[0].text", "NUL character at character 2"),
     # item 7: misleading before
-    ("text 123", [two_candidates(text=123)], 1, "candidates[0].text", "text must be a string or a list of messages, got int"),
+    (
+        "text 123",
+        [two_candidates(text=123)],
+        1,
+        "candidates[0].text",
+        "text must be a string or a list of messages, got int",
+    ),
 ]
 
 
