@@ -6,7 +6,8 @@ answers), each dataset (the first tasks of the shared N-way sets under ``shared/
 absent, and planted tasks with N = 16), each judge seed and each strategy with ``until=top1`` and
 ``until=top:3``, the pairwise strategies run under both stopping rules: ``stopping=bt`` (0.3's rule,
 each distinct judgment an independent vote) and ``stopping=pair_effects`` (the default: a pair's
-judgments share a persistent effect). ``setwise_groups`` has one rule (its choice posterior). Per
+judgments share a persistent effect); ``setwise_groups`` likewise (``stopping=bt``, its default, and
+``stopping=pair_effects``: a pair's first choices count less the more often it was shown together). Per
 cell, pooled over tasks and seeds:
 
 * **calibration**: among tasks stopped with ``target``, the share whose answer (the best, or the
@@ -56,7 +57,7 @@ DATASETS = ["newsroom", "usr_topicalchat", "wmt23_sxs_mqm_ende"]
 STRATEGIES = {
     "active": "active:until={until},criterion=target,budget={budget},stopping={rule}",
     "swiss": "swiss:until={until},order=both,budget={budget},stopping={rule}",
-    "setwise_groups": "setwise_groups:until={until},k=4,criterion=target,rounds=1000,budget={budget}",
+    "setwise_groups": "setwise_groups:until={until},k=4,criterion=target,rounds=1000,budget={budget},stopping={rule}",
 }
 TARGETS = ["top1", "top:3"]
 RULES = ["bt", "pair_effects"]
@@ -96,10 +97,8 @@ def measure(tasks: list[Task], judge_spec: str, spec: str, seeds: int) -> dict[s
     }
 
 
-def cell(row: dict[str, float] | None) -> str:
+def cell(row: dict[str, float]) -> str:
     """``0.968 (30/31; 0.83–0.99) · 0.52 · 21 · 42 · 3.1k``: calibration, settled, spend."""
-    if row is None:
-        return "(same rule) | | | |"
     if row["stops"]:
         low, high = wilson(int(row["right"]), int(row["stops"]))
         calibration = f"{row['right'] / row['stops']:.3f} ({row['right']}/{row['stops']}; {low:.2f}–{high:.2f})"
@@ -141,11 +140,10 @@ def main() -> None:
             for strategy, template in STRATEGIES.items():
                 for until in TARGETS:
                     rows = {}
-                    for rule in RULES if "{rule}" in template else ["pair_effects"]:
+                    for rule in RULES:
                         spec = template.format(until=until, budget=n - 1, rule=rule)
                         rows[rule] = measure(tasks, judge_spec, spec, args.seeds)
                         print(f"{name} {judge_name} {spec}: {rows[rule]}", file=sys.stderr)
-                    rows.setdefault("bt", rows["pair_effects"])  # setwise_groups: one rule, both columns
                     for rule, row in rows.items():
                         pooled[rule][0] += row["right"]
                         pooled[rule][1] += row["stops"]
@@ -153,10 +151,9 @@ def main() -> None:
                             high = wilson(row["right"], row["stops"])[1]
                             where = f"{name}, {judge_name}, {strategy} until={until}"
                             worst[rule] = min(worst[rule], (high, where))
-                    before = None if "{rule}" not in template else rows["bt"]
                     lines.append(
                         f"| {name} ({n}, {len(tasks)}) | {judge_name} | {strategy} | {until} "
-                        f"| {cell(before)} | {cell(rows['pair_effects'])} |"
+                        f"| {cell(rows['bt'])} | {cell(rows['pair_effects'])} |"
                     )
     seconds = time.perf_counter() - started
     header = [
@@ -164,8 +161,8 @@ def main() -> None:
         "",
         f"`python benchmarks/stopping_misspecified.py --tasks {args.tasks} --planted {args.planted} "
         f"--seeds {args.seeds}` ({seconds / 60:.0f} min on one core; judge seeds 0..{args.seeds - 1}). "
-        "Each pairwise cell runs `stopping=bt` (0.3's rule: before) and `stopping=pair_effects` (the "
-        "default: after); `setwise_groups` has one rule (shown once, counted in both pools). Per rule: "
+        "Each cell runs `stopping=bt` (0.3's rule: before) and `stopping=pair_effects` (after; the "
+        "default of `active` and `swiss`, an option of `setwise_groups`). Per rule: "
         "calibration among `target` stops (right/stops; Wilson 95%), the share settled, and per task "
         "the judgments, the answers shown and the tokens shown (prompt + answers per judgment, 4 "
         "characters a token). Budget `N − 1` judgments per candidate. Judges (`sim:` options, "

@@ -276,14 +276,19 @@ class Posterior:
 
 
 def choice_posterior(
-    choices: Sequence[tuple[Sequence[int], int]], n_items: int, prior_sd: float, start: np.ndarray | None = None
+    choices: Sequence[tuple[Sequence[int], int]],
+    n_items: int,
+    prior_sd: float,
+    start: np.ndarray | None = None,
+    weights: Sequence[float] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Laplace approximation of the posterior of first-choice (multinomial logit) log-strengths:
     (mean, covariance).
 
     A choice ``(members, chosen)`` (rows shown together, the row picked) has likelihood
     ``exp(θ_chosen) / Σ_members exp(θ_m)``; with two members a Bradley–Terry outcome. Prior
-    ``N(0, prior_sd² I)``; Newton's method from ``start`` (None: zeros).
+    ``N(0, prior_sd² I)``; Newton's method from ``start`` (None: zeros). ``weights``: each choice's
+    share of a vote (None: one each), e.g. :func:`rankkit.strategies._pair_effects.choice_weights`.
 
     Examples
     --------
@@ -296,33 +301,35 @@ def choice_posterior(
     theta = np.zeros(n_items) if start is None else np.asarray(start, dtype=float).copy()
     precision = 1.0 / prior_sd**2
     # The choices as arrays, one block per group size: members (m, size) and the chosen one's column.
-    by_size: dict[int, tuple[list[Sequence[int]], list[int]]] = {}
-    for members, chosen in choices:
-        rows, columns = by_size.setdefault(len(members), ([], []))
+    by_size: dict[int, tuple[list[Sequence[int]], list[int], list[float]]] = {}
+    for (members, chosen), weight in zip(choices, [1.0] * len(choices) if weights is None else weights):
+        rows, columns, shares = by_size.setdefault(len(members), ([], [], []))
         rows.append(members)
         columns.append(list(members).index(chosen))
+        shares.append(weight)
     blocks = [
-        (np.asarray(rows, dtype=np.intp), np.asarray(columns, dtype=np.intp)) for rows, columns in by_size.values()
+        (np.asarray(rows, dtype=np.intp), np.asarray(columns, dtype=np.intp), np.asarray(shares, dtype=float))
+        for rows, columns, shares in by_size.values()
     ]
 
     def terms(theta: np.ndarray, hessian: bool) -> tuple[float, np.ndarray, np.ndarray | None]:
         value = float(theta @ theta) * precision / 2
         gradient = theta * precision
         matrix = np.eye(n_items) * precision if hessian else None
-        for rows, columns in blocks:
+        for rows, columns, shares in blocks:
             logits = theta[rows]
             top = logits.max(axis=1, keepdims=True)
-            weights = np.exp(logits - top)
-            total = weights.sum(axis=1, keepdims=True)
+            exps = np.exp(logits - top)
+            total = exps.sum(axis=1, keepdims=True)
             chosen = logits[np.arange(len(rows)), columns]
-            value += float((top[:, 0] + np.log(total[:, 0]) - chosen).sum())
-            p = weights / total
-            np.add.at(gradient, rows, p)
-            np.add.at(gradient, rows[np.arange(len(rows)), columns], -1.0)
+            value += float((shares * (top[:, 0] + np.log(total[:, 0]) - chosen)).sum())
+            p = exps / total
+            np.add.at(gradient, rows, shares[:, None] * p)
+            np.add.at(gradient, rows[np.arange(len(rows)), columns], -shares)
             if matrix is not None:
                 block = -p[:, :, None] * p[:, None, :]
                 block[:, np.arange(rows.shape[1]), np.arange(rows.shape[1])] += p
-                np.add.at(matrix, (rows[:, :, None], rows[:, None, :]), block)
+                np.add.at(matrix, (rows[:, :, None], rows[:, None, :]), shares[:, None, None] * block)
         return value, gradient, matrix
 
     for _ in range(100):

@@ -8,6 +8,9 @@ per pair by Gauss–Hermite quadrature. Why: ``docs/stopping.md``.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Sequence
+from itertools import combinations
 from typing import TYPE_CHECKING
 
 from rankkit.data.specs import SpecError
@@ -89,3 +92,25 @@ def vote_weights(evidence: Evidence, curvature: np.ndarray, pair_sd: float) -> n
     )
     counts = np.bincount(where, None, len(keys))[where]
     return 1.0 / (1.0 + counts * curvature * pair_sd**2)
+
+
+def choice_weights(choices: Sequence[tuple[Sequence[int], int]]) -> list[float]:
+    """Each first choice's share of a vote under persistent pair effects (``setwise_groups:stopping=pair_effects``).
+
+    A choice ``(members, chosen)`` is a vote on the pairs (chosen, other member); a pair shown together
+    in ``n`` choices shares one effect, so (as in :func:`vote_weights`) its votes count
+    ``1 / (1 + n c s²)`` each, with ``s²`` the mean pair-effect variance under :data:`PAIR_SDS` and
+    ``c = ¼`` a vote's largest curvature (conservative). ``n`` is averaged over the choice's pairs.
+
+    Examples
+    --------
+    >>> [round(w, 3) for w in choice_weights([((0, 1), 0), ((1, 0), 1), ((2, 3), 2)])]
+    [0.545, 0.545, 0.706]
+    """
+    variance = sum(sd**2 for sd in PAIR_SDS) / len(PAIR_SDS)
+    shown_together = Counter(frozenset(pair) for members, _ in choices for pair in combinations(members, 2))
+    weights = []
+    for members, chosen in choices:
+        counts = [shown_together[frozenset((chosen, other))] for other in members if other != chosen]
+        weights.append(1.0 / (1.0 + sum(counts) / len(counts) * variance / 4))
+    return weights

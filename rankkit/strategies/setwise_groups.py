@@ -20,6 +20,7 @@ from rankkit.data.tasks import Task
 from rankkit.judgments.spend import check_unit
 from rankkit.strategies._bt_posterior import choice_posterior
 from rankkit.strategies._kway import KwayStrategy, mean_scores
+from rankkit.strategies._pair_effects import check_rule, choice_weights
 from rankkit.strategies._spend import BudgetWatch, judgment_budget, spent_extras
 from rankkit.strategies._stopping import (
     Forecast,
@@ -128,6 +129,10 @@ class SetwiseGroups(KwayStrategy):
     budget_unit
         ``judgments``, ``answers`` (shown), ``tokens`` or ``usd``, per candidate (``docs/stopping.md``);
         a spec writes it after the number: ``budget=2000tokens``.
+    stopping
+        The posterior's rule (only with ``until``): ``bt`` (every first choice an independent vote;
+        0.3's rule, the default) or ``pair_effects`` (a pair shown together in ``n`` choices shares a
+        persistent effect, so its choices count less: :func:`rankkit.strategies._pair_effects.choice_weights`).
     """
 
     k: int = 8
@@ -140,6 +145,7 @@ class SetwiseGroups(KwayStrategy):
     prior_sd: float = 2.0
     criterion: str = "random"
     budget_unit: str = "judgments"
+    stopping: str = "bt"
 
     description = "random groups of k for several rounds, score = mean slot score (no elimination)"
     ranges: ClassVar[dict[str, tuple[float, float]]] = {
@@ -165,6 +171,7 @@ class SetwiseGroups(KwayStrategy):
             raise SpecError(
                 f"strategy {self.name}: criterion must be one of {', '.join(CRITERIA)}, got {self.criterion!r}"
             )
+        check_rule(f"strategy {self.name}", self.stopping)
         if self.criterion == "target" and self.until is None:
             raise SpecError(
                 f"strategy {self.name}: criterion=target needs a stopping target (until=top1, top:K or order)"
@@ -228,7 +235,8 @@ class SetwiseGroups(KwayStrategy):
             matches = source.choose_many(affordable, order=self.order, rng=rng, round=round_, shifts=self.shifts)
             new = _record(matches, index, asked, choices, received)
             if target is not None and new:
-                mean, cov = choice_posterior(choices, len(ids), self.prior_sd, mean)
+                weights = choice_weights(choices) if self.stopping == "pair_effects" else None
+                mean, cov = choice_posterior(choices, len(ids), self.prior_sd, mean, weights)
                 if source.wants_forecast:
                     source.forecast(forecast_more(mean, cov, target, self.confidence, len(asked), most, seed))
             used += new  # a group shown again in an order already shown is free

@@ -8,8 +8,14 @@ import pytest
 from rankkit.data.specs import SpecError
 from rankkit.judges.simulated.sim import LatentJudge
 from rankkit.strategies import make_strategy
-from rankkit.strategies._bt_posterior import Evidence, exact_posterior
-from rankkit.strategies._pair_effects import PAIR_SDS, pair_effect_log_likelihood, pair_totals, vote_weights
+from rankkit.strategies._bt_posterior import Evidence, choice_posterior, exact_posterior
+from rankkit.strategies._pair_effects import (
+    PAIR_SDS,
+    choice_weights,
+    pair_effect_log_likelihood,
+    pair_totals,
+    vote_weights,
+)
 from rankkit.strategies._stopping import StopTarget, bt_estimate, current_order, is_target_settled
 from tests.helpers import make_task, rank_once
 
@@ -105,7 +111,43 @@ def test_over_many_pair_effect_judges_todays_rule_is_overconfident_and_the_defau
     assert wrong["pair_effects"] == 0
 
 
-@pytest.mark.parametrize("spec", ["active:until=top1,stopping=independent", "swiss:until=top1,stopping=BT"])
+@pytest.mark.parametrize(
+    "spec",
+    ["active:until=top1,stopping=independent", "swiss:until=top1,stopping=BT", "setwise_groups:until=top1,stopping=x"],
+)
 def test_an_unknown_stopping_rule_is_refused_by_name(spec):
     with pytest.raises(SpecError, match="stopping must be one of pair_effects, bt"):
         make_strategy(spec)
+
+
+def test_a_first_choice_counts_less_the_more_often_its_pairs_were_shown_together():
+    """Pair (0, 1) in two choices: each 1 / (1 + 2·(5/3)/4) = 6/11; pair (2, 3) once: 12/17."""
+    weights = choice_weights([((0, 1), 0), ((1, 0), 1), ((2, 3), 2)])
+    assert weights == pytest.approx([6 / 11, 6 / 11, 12 / 17], abs=1e-12)
+    assert choice_weights([((0, 1, 2), 0)] * 3)[0] < choice_weights([((0, 1, 2), 0)])[0]
+
+
+def test_weighted_choices_widen_the_posterior_and_unit_weights_change_nothing():
+    choices = [((0, 1, 2), 0), ((1, 2, 0), 1), ((0, 2, 1), 2), ((2, 1, 0), 0)] * 4  # every row chosen: finite
+    plain = choice_posterior(choices, 3, 100.0)
+    ones = choice_posterior(choices, 3, 100.0, weights=[1.0] * len(choices))
+    halves = choice_posterior(choices, 3, 100.0, weights=[0.5] * len(choices))
+    assert np.allclose(plain[0], ones[0], atol=1e-9) and np.allclose(plain[1], ones[1], atol=1e-9)
+    assert np.allclose(halves[0], plain[0], atol=1e-3)  # same optimum (the prior is nearly flat)
+    gap = np.array([1.0, -1.0, 0.0])  # the variance of θ0 − θ1 doubles when every choice counts half
+    assert float(gap @ halves[1] @ gap) == pytest.approx(2 * float(gap @ plain[1] @ gap), rel=0.02)
+
+
+def test_setwise_groups_pair_effects_rule_stops_less_than_todays_rule():
+    """Six answers, groups of 3 narrowed to the contenders: today's rule settles on most of 10 judge
+    seeds; with pair effects the contenders' repeated meetings count less and it settles on fewer."""
+    task = make_task([0.0, 1.0, 2.0, 2.2, 0.5, 1.5], scale=(-10, 10))
+    stops = {"bt": 0, "pair_effects": 0}
+    for seed in range(10):
+        judge = LatentJudge(**PAIR_ONLY, seed=seed)
+        for rule in stops:
+            spec = f"setwise_groups:until=top1,k=3,criterion=target,rounds=1000,confidence=0.9,budget=4,stopping={rule}"
+            ranking, _, _ = rank_once(task, make_strategy(spec), judge, 0)
+            stops[rule] += next(iter(ranking.extras.values())).stopped == "target"
+    assert stops["bt"] >= 7
+    assert stops["pair_effects"] < stops["bt"] - 3
