@@ -589,6 +589,10 @@ DATA = re.compile(r'<script type="application/json" id="rankkit-data">(.*?)</scr
 CSP_HASH = re.compile(r"sha256-[A-Za-z0-9+/=]+")
 
 
+#: A report's timing notes ("wall 1.758 s", "warm-up: 1.679 s"): left out like ``seconds``.
+WALL_TIME = re.compile(r"(wall |warm-up: )[0-9.]+ s")
+
+
 def report_page(html: str, labels: list[str]) -> dict[str, Any]:
     """An HTML report cut up: its script, its embedded data, and its markup's rows by strategy."""
     data = json.loads(DATA.search(html).group(1))
@@ -604,6 +608,7 @@ def report_page(html: str, labels: list[str]) -> dict[str, Any]:
         if not details and cells and cells[0] in labels and len(cells) > 4:
             leaderboard.append(cells[0])
     text = re.sub(r"<table.*?</table>", "[table]", markup, flags=re.S)  # the rows are compared above
+    text = WALL_TIME.sub(r"\1(seconds)", text)  # wall time differs from run to run, as ``seconds`` does
     runs = {s["name"]: s for s in data.pop("strategies")}
     return {
         "script": SCRIPT.search(html).group(1),
