@@ -221,18 +221,29 @@ JUDGE_SPEC_HELP = (
     "Judge spec, e.g. sim:preset=gpt4 or smollm2:mode=logprob (default: smollm2 when installed, else sim)."
 )
 
+
+def cache_and_quiet(cache_help: str) -> tuple[Callable, ...]:
+    """``--quiet``, ``--no-cache`` and ``--cache`` (its help: ``cache_help``; ``$RANKKIT_CACHE`` its
+    default): declared once for every command that keeps what it receives."""
+    return (
+        click.option("--quiet", "-q", is_flag=True, help="No progress bar."),
+        click.option("--no-cache", is_flag=True, help="Do not read or write the persistent cache."),
+        click.option(
+            "--cache",
+            "cache_path",
+            type=click.Path(dir_okay=False),
+            default=None,
+            envvar="RANKKIT_CACHE",
+            help=cache_help,
+        ),
+    )
+
+
 #: The options of a judging session besides the judge spec.
 SESSION_OPTIONS = (
-    click.option("--quiet", "-q", is_flag=True, help="No progress bar."),
-    click.option("--no-cache", is_flag=True, help="Do not read or write the persistent cache."),
-    click.option(
-        "--cache",
-        "cache_path",
-        type=click.Path(dir_okay=False),
-        default=None,
-        envvar="RANKKIT_CACHE",
-        help="Judgment cache: an SQLite file (default .rankkit/cache.sqlite, or $RANKKIT_CACHE) "
-        "or a postgresql:// URL shared by workers on several machines.",
+    *cache_and_quiet(
+        "Judgment cache: an SQLite file (default .rankkit/cache.sqlite, or $RANKKIT_CACHE) "
+        "or a postgresql:// URL shared by workers on several machines."
     ),
     click.option("--seed", type=int, default=0, show_default=True, help="Seeds every random choice."),
 )
@@ -278,18 +289,7 @@ def cache_options(cache_help: str) -> Callable:
     """``--cache`` (its help: ``cache_help``), ``--no-cache`` and ``--quiet``, for a command that keeps
     what it receives but takes no ``--judge`` (``rejudge``, ``generate``); it receives ``cache_path``,
     ``no_cache`` and ``quiet``."""
-    return option_group(
-        click.option(
-            "--cache",
-            "cache_path",
-            type=click.Path(dir_okay=False),
-            default=None,
-            envvar="RANKKIT_CACHE",
-            help=cache_help,
-        ),
-        click.option("--no-cache", is_flag=True, help="Do not read or write the persistent cache."),
-        click.option("--quiet", "-q", is_flag=True, help="No progress bar."),
-    )
+    return option_group(*cache_and_quiet(cache_help))
 
 
 # -- the budget: --max-judgments, --yes -------------------------------------------------------------
