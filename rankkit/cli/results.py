@@ -101,6 +101,11 @@ def _print_text(text: str, output_format: str) -> None:
     "table (fitted to the terminal), wide (every column), json (the whole analysis), "
     "csv (all sections in one table, with a section column) or markdown.",
 )
+@click.option(
+    "--pair-effects",
+    is_flag=True,
+    help="Also estimate the judge's pair-effect sd from the run's judgments (for active/swiss pair_sd=; docs/stopping.md).",
+)
 @guarded
 def analyze_command(results_path, metric_names, out, output_format, **settings: Any) -> None:
     """Correlations with bootstrap intervals, elimination rounds, breakdowns, aggregate level,
@@ -110,7 +115,7 @@ def analyze_command(results_path, metric_names, out, output_format, **settings: 
     from rankkit.runs.analysis import analyze, format_analysis, load_results, to_jsonable
 
     prepare_output(out)
-    # settings: by, baseline, resamples, seed, aggregate, unit_field, top_k, robustness_budget (analyze's own names)
+    # settings: by, baseline, resamples, seed, aggregate, unit_field, top_k, robustness_budget, pair_effects (analyze's own names)
     report = analyze(load_results(results_path), metrics=split_list(metric_names), **settings)
     if output_format == "json":
         echo_json(to_jsonable(report))

@@ -17,7 +17,7 @@ from statistics import NormalDist
 from typing import TYPE_CHECKING
 
 from rankkit.data.specs import SpecError
-from rankkit.strategies._pair_effects import STOPPING_RULES
+from rankkit.strategies._pair_effects import rule_pair_sds
 
 if TYPE_CHECKING:  # numpy loads when a task is ranked, not on import
     import numpy as np
@@ -357,11 +357,13 @@ def is_target_settled(
     seed: int,
     evidence: Evidence | None = None,
     stopping: str = "pair_effects",
+    pair_sd: float | None = None,
 ) -> bool:
     """Whether the answer by posterior mean is the true one with probability ``confidence``.
 
-    With ``evidence`` (pairwise strategies) by :func:`bt_estimate` under the rule ``stopping``
-    (:data:`~rankkit.strategies._pair_effects.STOPPING_RULES`), and under plain Bradley–Terry too;
+    With ``evidence`` (pairwise strategies) by :func:`bt_estimate` under the rule ``stopping`` (with
+    the judge's ``pair_sd`` when known: :func:`~rankkit.strategies._pair_effects.rule_pair_sds`), and
+    under plain Bradley–Terry too;
     without by the Gaussian ``N(mean, cov)``. A cheap Gaussian screen (sd divided by
     :data:`SCREEN_SHARPENING`) runs first; it can only delay a stop, never cause one.
     """
@@ -383,7 +385,7 @@ def is_target_settled(
 
     # Plain Bradley–Terry first: cheap, and (pair effects only widen the posterior) nearly always
     # settled first; the rule with pair effects never stops before it.
-    rules = dict.fromkeys([(0.0,), STOPPING_RULES[stopping]])
+    rules = dict.fromkeys([(0.0,), rule_pair_sds(stopping, pair_sd)])
     return all(clears_confidence(under(pair_sds), confidence) for pair_sds in rules)
 
 

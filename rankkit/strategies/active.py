@@ -94,6 +94,10 @@ class Active(Strategy):
     stopping
         The posterior the target is judged by: ``pair_effects`` (a pair's judgments share a
         persistent effect) or ``bt`` (each distinct judgment an independent vote; 0.3's rule).
+    pair_sd
+        The judge's pair-effect sd in logit units, when known (``stopping=pair_effects`` only; e.g.
+        ``rankkit analyze --pair-effects`` on a pilot run): the rule then assumes it instead of
+        averaging over 0, 1 and 2 (``docs/stopping.md``).
     budget_unit
         ``judgments``, ``answers`` (shown), ``tokens`` or ``usd``, per candidate (``docs/stopping.md``);
         a spec writes it after the number: ``budget=2000tokens``.
@@ -111,6 +115,7 @@ class Active(Strategy):
     confidence: float = 0.95
     stopping: str = "pair_effects"
     budget_unit: str = "judgments"
+    pair_sd: float | None = None
 
     description = "active Bradley-Terry: most informative pairs first, budget x N comparisons"
     ranges: ClassVar[dict[str, tuple[float, float]]] = {
@@ -135,7 +140,7 @@ class Active(Strategy):
             )
         if self.prior_sd <= 0:
             raise SpecError(f"strategy active: prior_sd must be > 0, got {self.prior_sd}")
-        check_rule("strategy active", self.stopping)
+        check_rule("strategy active", self.stopping, self.pair_sd)
         if self.criterion == "target" and self.until is None:
             raise SpecError("strategy active: criterion=target needs a stopping target (until=top1, top:K or order)")
         if check_stopping("strategy active", self.until, self.confidence) is not None and self.aggregate != "bt":
@@ -304,7 +309,14 @@ class Active(Strategy):
         """Why asking stops now (``target`` settled, pairs ``exhausted``, ``budget`` spent), None to go
         on; the target is tested only when ``check``."""
         if check and is_target_settled(
-            posterior.mean, posterior.cov, target, self.confidence, seed, posterior.evidence, self.stopping
+            posterior.mean,
+            posterior.cov,
+            target,
+            self.confidence,
+            seed,
+            posterior.evidence,
+            self.stopping,
+            self.pair_sd,
         ):
             return "target"
         if not open_pairs.any():

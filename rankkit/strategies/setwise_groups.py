@@ -133,6 +133,10 @@ class SetwiseGroups(KwayStrategy):
         The posterior's rule (only with ``until``): ``bt`` (every first choice an independent vote;
         0.3's rule, the default) or ``pair_effects`` (a pair shown together in ``n`` choices shares a
         persistent effect, so its choices count less: :func:`rankkit.strategies._pair_effects.choice_weights`).
+    pair_sd
+        The judge's pair-effect sd in logit units, when known (``stopping=pair_effects`` only; e.g.
+        ``rankkit analyze --pair-effects`` on a pilot run): the rule then assumes it instead of
+        the mean variance over 0, 1 and 2 (``docs/stopping.md``).
     """
 
     k: int = 8
@@ -146,6 +150,7 @@ class SetwiseGroups(KwayStrategy):
     criterion: str = "random"
     budget_unit: str = "judgments"
     stopping: str = "bt"
+    pair_sd: float | None = None
 
     description = "random groups of k for several rounds, score = mean slot score (no elimination)"
     ranges: ClassVar[dict[str, tuple[float, float]]] = {
@@ -171,7 +176,7 @@ class SetwiseGroups(KwayStrategy):
             raise SpecError(
                 f"strategy {self.name}: criterion must be one of {', '.join(CRITERIA)}, got {self.criterion!r}"
             )
-        check_rule(f"strategy {self.name}", self.stopping)
+        check_rule(f"strategy {self.name}", self.stopping, self.pair_sd)
         if self.criterion == "target" and self.until is None:
             raise SpecError(
                 f"strategy {self.name}: criterion=target needs a stopping target (until=top1, top:K or order)"
@@ -235,7 +240,7 @@ class SetwiseGroups(KwayStrategy):
             matches = source.choose_many(affordable, order=self.order, rng=rng, round=round_, shifts=self.shifts)
             new = _record(matches, index, asked, choices, received)
             if target is not None and new:
-                weights = choice_weights(choices) if self.stopping == "pair_effects" else None
+                weights = choice_weights(choices, self.pair_sd) if self.stopping == "pair_effects" else None
                 mean, cov = choice_posterior(choices, len(ids), self.prior_sd, mean, weights)
                 if source.wants_forecast:
                     source.forecast(forecast_more(mean, cov, target, self.confidence, len(asked), most, seed))

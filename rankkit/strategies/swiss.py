@@ -120,6 +120,10 @@ class Swiss(Strategy):
     stopping
         The posterior the target is judged by: ``pair_effects`` (a pair's judgments share a
         persistent effect) or ``bt`` (each distinct judgment an independent vote; 0.3's rule).
+    pair_sd
+        The judge's pair-effect sd in logit units, when known (``stopping=pair_effects`` only; e.g.
+        ``rankkit analyze --pair-effects`` on a pilot run): the rule then assumes it instead of
+        averaging over 0, 1 and 2 (``docs/stopping.md``).
     budget_unit
         ``judgments``, ``answers`` (shown), ``tokens`` or ``usd``, per candidate (``docs/stopping.md``);
         a spec writes it after the number: ``budget=2000tokens``. A round is cut short where the
@@ -135,6 +139,7 @@ class Swiss(Strategy):
     prior_sd: float = 2.0
     stopping: str = "pair_effects"
     budget_unit: str = "judgments"
+    pair_sd: float | None = None
 
     description = "Swiss-system tournament: rounds pair close running scores, budget x N comparisons"
     ranges: ClassVar[dict[str, tuple[float, float]]] = {
@@ -147,7 +152,7 @@ class Swiss(Strategy):
     def __post_init__(self) -> None:
         super().__post_init__()  # checks order
         check_budget("swiss", self.budget, self.comparisons, self.order)
-        check_rule("strategy swiss", self.stopping)
+        check_rule("strategy swiss", self.stopping, self.pair_sd)
         check_unit("strategy swiss", self.budget_unit)
         if self.aggregate not in AGGREGATES:
             raise SpecError(f"strategy swiss: aggregate must be one of {', '.join(AGGREGATES)}, got {self.aggregate!r}")
@@ -301,6 +306,7 @@ class _TargetWatch:
         self.target = check_stopping("strategy swiss", swiss.until, swiss.confidence)
         self.confidence = swiss.confidence
         self.stopping = swiss.stopping
+        self.pair_sd = swiss.pair_sd
         self.prior_sd = swiss.prior_sd
         self.most = swiss.max_judgments(len(self.ids))
         self.seed = task_seed(task.task_id)
@@ -344,6 +350,7 @@ class _TargetWatch:
                 self.seed,
                 self.posterior.evidence,
                 self.stopping,
+                self.pair_sd,
             )
         return self._settled
 

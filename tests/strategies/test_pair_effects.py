@@ -14,8 +14,10 @@ from rankkit.strategies._pair_effects import (
     choice_weights,
     pair_effect_log_likelihood,
     pair_totals,
+    rule_pair_sds,
     vote_weights,
 )
+from rankkit.strategies._pair_sd import PairSdPosterior, pair_sd_posterior
 from rankkit.strategies._stopping import StopTarget, bt_estimate, current_order, is_target_settled
 from tests.helpers import make_task, rank_once
 
@@ -54,6 +56,33 @@ def test_without_a_pair_effect_the_likelihood_is_bradley_terrys():
     gaps = theta[:, first] - theta[:, second]
     expected = -(outcome * np.logaddexp(0, -gaps) + (1 - outcome) * np.logaddexp(0, gaps)).sum(axis=1)
     assert pair_effect_log_likelihood(theta, evidence, 0.0) == pytest.approx(expected, abs=1e-9)
+
+
+def integrated_log_likelihood(theta: np.ndarray, evidence: Evidence, pair_sd: float) -> np.ndarray:
+    """The pair-effect log-likelihood by a dense trapezoid over the effect's standard normal (no table)."""
+    from scipy.special import log_expit, logsumexp
+
+    low, high, wins, counts = pair_totals(evidence)
+    gaps = theta[:, low] - theta[:, high]
+    z = np.linspace(-14.0, 14.0, 8001)
+    shifted = gaps[:, :, None] + pair_sd * z
+    per_point = wins[:, None] * log_expit(shifted) + (counts - wins)[:, None] * log_expit(-shifted) - z * z / 2
+    return (logsumexp(per_point, axis=2) + np.log((z[1] - z[0]) / np.sqrt(2 * np.pi))).sum(axis=1)
+
+
+@pytest.mark.parametrize("pair_sd", [0.5, 2.0, 4.0])
+def test_the_tabulated_likelihood_matches_direct_integration_also_past_the_table(pair_sd):
+    """Mixed counts and ties; gaps inside the table agree to 2e-3 in total; gaps up to ±300 (the
+    linear tails, log-likelihoods in the thousands: such draws weigh nothing) to 0.5%."""
+    rng = np.random.default_rng(1)
+    evidence = Evidence(6)
+    for _ in range(3):  # up to 6 judgments a pair (re-asks)
+        for first, second in rng.permutation([(i, j) for i in range(6) for j in range(6) if i != j])[:20]:
+            evidence.add(int(first), int(second), float(rng.choice([0.0, 0.5, 1.0])))
+    near, far = rng.normal(size=(40, 6)) * 3, rng.normal(size=(10, 6)) * 50
+    for theta, tolerance in [(near, {"abs": 2e-3}), (far, {"rel": 5e-3})]:
+        expected = integrated_log_likelihood(theta, evidence, pair_sd)
+        assert pair_effect_log_likelihood(theta, evidence, pair_sd) == pytest.approx(expected, **tolerance)
 
 
 def test_a_pairs_second_vote_is_worth_less_than_an_independent_one():
@@ -151,3 +180,64 @@ def test_setwise_groups_pair_effects_rule_stops_less_than_todays_rule():
             stops[rule] += next(iter(ranking.extras.values())).stopped == "target"
     assert stops["bt"] >= 7
     assert stops["pair_effects"] < stops["bt"] - 3
+
+
+def simulated_tasks(pair_sd: float, tasks: int, seed: int) -> list[Evidence]:
+    """Tasks of 6 answers (strengths N(0, 1.5²)) judged in both orders by a Bradley–Terry judge whose
+    pairs share an effect of sd ``pair_sd``."""
+    rng = np.random.default_rng(seed)
+    evidences = []
+    for _ in range(tasks):
+        theta = rng.normal(scale=1.5, size=6)
+        evidence = Evidence(6)
+        for i in range(6):
+            for j in range(i + 1, 6):
+                gap = theta[i] - theta[j] + pair_sd * rng.normal()
+                for first, second, sign in [(i, j, 1.0), (j, i, -1.0)]:
+                    wins = rng.random() < 1.0 / (1.0 + np.exp(-gap))
+                    evidence.add(first, second, float(wins if sign > 0 else not wins))
+        evidences.append(evidence)
+    return evidences
+
+
+def test_pooled_over_tasks_the_estimate_tells_a_pair_effect_judge_from_an_independent_one():
+    """40 tasks each: an independent judge's posterior sits at small sds, one with s = 3 at large ones."""
+    independent = pair_sd_posterior(simulated_tasks(0.0, 40, 0), draws=1000)
+    persistent = pair_sd_posterior(simulated_tasks(3.0, 40, 1), draws=1000)
+    assert sum(independent.posterior) == pytest.approx(1.0, abs=1e-9)
+    assert independent.upper() <= 1.0 < 2.0 <= persistent.best
+    assert (independent.tasks, independent.judgments) == (40, 40 * 30)
+
+
+def test_the_estimates_upper_value_is_the_smallest_sd_holding_the_level():
+    estimate = PairSdPosterior(grid=(0.0, 1.0, 2.0), posterior=(0.5, 0.46, 0.04), tasks=1, judgments=2)
+    assert (estimate.best, estimate.upper(0.95), estimate.upper(0.5)) == (0.0, 1.0, 0.0)
+
+
+def test_a_known_pair_sd_replaces_the_rules_average():
+    assert rule_pair_sds("pair_effects") == PAIR_SDS
+    assert rule_pair_sds("pair_effects", 1.5) == (1.5,)
+    assert rule_pair_sds("bt", None) == (0.0,)
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("active:until=top1,pair_sd=-0.5", "pair_sd must be between 0 and 10"),
+        ("swiss:until=top1,pair_sd=11", "pair_sd must be between 0 and 10"),
+        ("active:until=top1,stopping=bt,pair_sd=1", "pair_sd needs stopping=pair_effects"),
+        ("setwise_groups:until=top1,pair_sd=1", "pair_sd needs stopping=pair_effects"),
+    ],
+)
+def test_a_pair_sd_out_of_range_or_without_its_rule_is_refused(spec, message):
+    with pytest.raises(SpecError, match=message):
+        make_strategy(spec)
+
+
+def test_a_larger_known_pair_sd_only_lowers_the_winners_probability():
+    """The consistent tournament of 5: the probability falls as the judge's pair_sd grows."""
+    evidence = round_robin(5)
+    mean, _ = exact_posterior(evidence, 2.0, np.zeros(5))
+    order, target = current_order(mean), StopTarget("top1")
+    probabilities = [bt_estimate(order, target, evidence, 1, mean, pair_sds=(sd,))[0] for sd in (0.0, 1.0, 3.0)]
+    assert probabilities[0] > probabilities[1] + 0.02 > probabilities[2] + 0.04

@@ -12,6 +12,7 @@ from rankkit.runs.analysis.draws import MetricDraws
 from rankkit.runs.analysis.elimination import elimination_rounds
 from rankkit.runs.analysis.judge_bias import length_bias, position_bias, slot_bias, style_preference
 from rankkit.runs.analysis.labelled import DEFAULT_METRICS, check_metrics, human_scores, strategy_names, strategy_run
+from rankkit.runs.analysis.pair_effects import pair_effect_record
 from rankkit.runs.analysis.robustness import DEFAULT_TOP_K, robustness_report
 from rankkit.runs.bill import payers, run_total
 from rankkit.runs.results import RunResult
@@ -42,6 +43,7 @@ def analyze(
     unit_field: str | None = None,
     top_k: int = DEFAULT_TOP_K,
     robustness_budget: int = ANALYZE_BUDGET,
+    pair_effects: bool = False,
 ) -> dict[str, Any]:
     """Run every analysis; the result is what ``rankkit analyze --out`` writes (after :func:`to_jsonable`).
 
@@ -57,6 +59,9 @@ def analyze(
         The meta field that names a unit; None: each system over all tasks.
     robustness_budget
         Each robustness search's budget; 0 leaves the report out.
+    pair_effects
+        Add the judge's pair-effect sd (:func:`~rankkit.runs.analysis.pair_effects.pair_effect_record`;
+        a few seconds per 10 tasks).
     """
     baseline = checked_baseline(results, metrics, baseline)
     names = strategy_names(results)
@@ -89,6 +94,7 @@ def analyze(
         },
         "judge_bias": judge_bias(results, level, resamples, seed),
         "robustness": robustness_report(results, top_k, robustness_budget) if robustness_budget else [],
+        **({"pair_effects": pair_effect_record(results, level)} if pair_effects else {}),
     }
 
 

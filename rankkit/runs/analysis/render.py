@@ -115,10 +115,23 @@ def analysis_tables(report: Mapping[str, Any]) -> tuple[str, list[Table]]:
         *[breakdown_table(field, per_strategy) for field, per_strategy in report["breakdowns"].items()],
         *judge_bias_tables(report["judge_bias"]),
         *robustness_tables(report.get("robustness") or []),
+        *([pair_effect_table(report["pair_effects"])] if report.get("pair_effects") else []),
     ]
     return analysis_preamble(report, pct), [
         replace(table, title=f"({letter}) {table.title}") for letter, table in zip(_letters(), sections)
     ]
+
+
+def pair_effect_table(record: Mapping[str, Any]) -> Table:
+    """The posterior of the judge's pair-effect sd, one row per sd weighed, and the spec to pass on."""
+    rows = [{"pair_sd": sd, "probability": p} for sd, p in zip(record["grid"], record["posterior"])]
+    note = (
+        f"from {record['judgments']} distinct judgments of {record['tasks']} tasks; most probable "
+        f"{record['best']:g}, {record['level']:.0%} upper {record['upper']:g}: pass {record['spec']}"
+    )
+    return Table(
+        "judge's pair-effect sd (logit units)", rows, [("pair_sd", "pair_sd"), ("probability", "posterior")], note
+    )
 
 
 def analysis_preamble(report: Mapping[str, Any], pct: str) -> str:
