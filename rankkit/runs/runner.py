@@ -32,6 +32,7 @@ from rankkit.judgments.spend import Meter
 from rankkit.judgments.values import ParseStatus
 from rankkit.runs.plan.usd import judge_meter
 from rankkit.runs.results import RunResult, StrategyRun, TaskResult
+from rankkit.runs.shards import Shard, ShardPart, run_fingerprint
 from rankkit.stats.metrics import evaluate
 from rankkit.strategies._spend import unpriced
 from rankkit.strategies.base import CandidateExtras, Strategy, check_compatible
@@ -51,6 +52,7 @@ def run(
     data: str = "",
     workers: int | None = None,
     expected: tuple[int, str] | None = None,
+    shard: Shard | None = None,
 ) -> RunResult:
     """Rank every task with every strategy.
 
@@ -75,10 +77,17 @@ def run(
         Recorded in the result (how the judge and data were named).
     workers:
         How many tasks are ranked at once (see :func:`map_tasks`). Results do not depend on it.
+    shard:
+        Rank only this shard's part of ``tasks`` (:class:`~rankkit.runs.shards.Shard`); the result
+        records which part it is, for :func:`rankkit.runs.merge.merge_parts`. None: every task.
     """
     check_compatible(strategies, judge)  # before any judgment is paid for
     check_priced(strategies, judge_meter(judge))  # a usd budget needs a price: refused before any judgment
     judge.check_tasks(tasks)  # a judge that cannot judge this data says so now (sim: human scores)
+    part = None
+    if shard is not None:  # the whole run's identity first: every shard computes the same
+        part = ShardPart(shard, len(tasks), run_fingerprint(tasks, strategies, judge.fingerprint, seed))
+        tasks = shard.select(tasks)
     warm_up_seconds = warm_up()  # one-off start-up, charged to no strategy
     started = time.perf_counter()
     bar = RunProgress(len(tasks), disable=not progress, expected=expected)
@@ -114,6 +123,7 @@ def run(
         dispatch=stats,
         wall_seconds=time.perf_counter() - started,
         warm_up_seconds=warm_up_seconds,
+        shard=part,
     )
 
 
