@@ -301,13 +301,16 @@ def list_judges() -> None:
     default=None,
     help="Export the comparisons of a `rankkit compare --out` results file instead of judging.",
 )
+@shard_option
 @guarded
-def record(data: DataOptions, judge_options: JudgeOptions, out, label, method_label, from_run) -> None:
+def record(data: DataOptions, judge_options: JudgeOptions, out, label, method_label, from_run, shard) -> None:
     """Judge every ordered pair of every task once and save it for `--judge replay:FILE`."""
     from rankkit.data.file_checks import read_json_file
     from rankkit.runs.recording import record_grid, rows_from_results, write_judgments
     from rankkit.runs.results import RunResult
 
+    if from_run and shard is not None:
+        fail("--shard splits the tasks to judge; --from-run judges nothing (export the merged results instead)")
     prepare_output(out)
     if from_run:
         run = RunResult.from_dict(read_json_file(from_run), where=from_run)
@@ -318,8 +321,9 @@ def record(data: DataOptions, judge_options: JudgeOptions, out, label, method_la
     with judging(data, judge_options) as inputs:
         tasks, spec = inputs.tasks, inputs.spec
         rows, cost = record_grid(
-            tasks, inputs.judge, inputs.cache, label or spec, method_label, progress=not judge_options.quiet
+            tasks, inputs.judge, inputs.cache, label or spec, method_label, not judge_options.quiet, shard
         )
+        tasks = shard.select(tasks) if shard is not None else tasks
     count = write_judgments(rows, out)
     say(
         f"{count} comparisons of {len(tasks)} tasks ({cost.judge_calls} new judge calls, "

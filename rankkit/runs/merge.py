@@ -14,11 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from os import PathLike
+from pathlib import Path
+from typing import Any
 
 from rankkit.errors import RankkitError, TaskFormatError
 from rankkit.runs.recorded_run import JudgeRecord
 from rankkit.runs.results import RunResult, StrategyRun, read_results
-from rankkit.stats.metrics import evaluate
+from rankkit.runs.runner import add_metrics
+from rankkit.runs.shards import ShardPart, shard_part_from_record
 from rankkit.strategies.matches import Cost
 
 
@@ -74,44 +77,58 @@ def _read_part(part: str | PathLike[str] | RunResult, index: int) -> Part:
 def _check_parts(named: Sequence[Part]) -> list[Part]:
     """The parts in shard order, after checking they are the shards of one run, each once, all there."""
     reference_where, reference = named[0]
-    by_index: dict[int, Part] = {}
     for where, run in named:
         _check_same_run(where, run, reference_where, reference)
-        index = run.shard.shard.index  # type: ignore[union-attr]  (checked by _read_part)
-        if index in by_index:
-            raise TaskFormatError(
-                where, None, "shard.index", f"shard {run.shard.shard} given twice (also {by_index[index][0]})"
-            )
-        by_index[index] = (where, run)
         _check_part_size(where, run)
-    count = reference.shard.shard.count  # type: ignore[union-attr]
+    order = shards_in_order([(where, run.shard) for where, run in named])  # type: ignore[misc]
+    return [named[i] for i in order]
+
+
+def shards_in_order(claims: Sequence[tuple[str, ShardPart]]) -> list[int]:
+    """Positions in ``claims`` (each a file and its part's record) in shard order, after checking
+    that they are the shards of one run (the first claim's), each once, and all there.
+
+    Raises :class:`TaskFormatError` naming the file of a part of another run or of a shard given
+    twice, :class:`MissingShardsError` naming the missing shards.
+    """
+    reference_where, reference = claims[0]
+    by_index: dict[int, int] = {}
+    for position, (where, part) in enumerate(claims):
+        for name in ("run_fingerprint", "total_tasks"):
+            if getattr(part, name) != getattr(reference, name) or part.shard.count != reference.shard.count:
+                raise TaskFormatError(
+                    where,
+                    None,
+                    f"shard.{name if part.shard.count == reference.shard.count else 'count'}",
+                    f"a part of a different run than {reference_where} (its data, strategies, judge, seed or "
+                    f"number of shards differ); merge the parts of one run",
+                )
+        if part.shard.index in by_index:
+            other = claims[by_index[part.shard.index]][0]
+            raise TaskFormatError(where, None, "shard.index", f"shard {part.shard} given twice (also {other})")
+        by_index[part.shard.index] = position
+    count = reference.shard.count
     missing = [f"{i}/{count}" for i in range(count) if i not in by_index]
     if missing:
-        given = ", ".join(f"{where} ({run.shard.shard})" for where, run in named)  # type: ignore[union-attr]
+        given = ", ".join(f"{where} ({part.shard})" for where, part in claims)
         raise MissingShardsError(f"merge: shard(s) {', '.join(missing[:10])} missing; given {given}")
     return [by_index[i] for i in range(count)]
 
 
 def _check_same_run(where: str, run: RunResult, reference_where: str, reference: RunResult) -> None:
-    """Refuse a part whose run (fingerprint, split, judge, seed, strategies) differs from the reference part's."""
-    part, first = run.shard, reference.shard
-    assert part is not None and first is not None
-    differences = [
-        ("run_fingerprint", part.run_fingerprint != first.run_fingerprint),
-        ("count", part.shard.count != first.shard.count),
-        ("total_tasks", part.total_tasks != first.total_tasks),
-        ("judge", run.judge.fingerprint != reference.judge.fingerprint),
-        ("seed", run.seed != reference.seed),
-        ("strategies", [s.name for s in run.strategies] != [s.name for s in reference.strategies]),
-    ]
-    for name, differs in differences:
+    """Refuse a part whose judge, seed or strategies differ from the reference part's (whatever its fingerprint claims)."""
+    differences = {
+        "judge": run.judge.fingerprint != reference.judge.fingerprint,
+        "seed": run.seed != reference.seed,
+        "strategies": [s.name for s in run.strategies] != [s.name for s in reference.strategies],
+    }
+    for name, differs in differences.items():
         if differs:
             raise TaskFormatError(
                 where,
                 None,
-                name if name in ("judge", "seed", "strategies") else f"shard.{name}",
-                f"a part of a different run than {reference_where} (its data, strategies, judge, seed or "
-                f"number of shards differ); merge the parts of one run",
+                name,
+                f"a part of a different run than {reference_where} (not the same {name}); merge the parts of one run",
             )
 
 
@@ -150,7 +167,8 @@ def _combine(ordered: Sequence[Part]) -> RunResult:
             raise TaskFormatError(where, None, "task_data", f"task {task.task_id!r} is also in another part")
         seen[task.task_id] = position
     first = runs[0]
-    strategies = [_combine_strategy([run.strategies[k] for run in runs], tasks) for k in range(len(first.strategies))]
+    strategies = [_combine_strategy([run.strategies[k] for run in runs]) for k in range(len(first.strategies))]
+    add_metrics(strategies, tasks)  # over all tasks, as the single run computes them
     return RunResult(
         judge=_combined_judge(runs, [task.task_id for task in tasks]),
         judge_spec=first.judge_spec,
@@ -164,21 +182,14 @@ def _combine(ordered: Sequence[Part]) -> RunResult:
     )
 
 
-def _combine_strategy(parts: Sequence[StrategyRun], tasks: Sequence) -> StrategyRun:
+def _combine_strategy(parts: Sequence[StrategyRun]) -> StrategyRun:
     """One strategy over all tasks: its task results in task order, costs added up in that order (as
-    the single run adds them), seconds summed, metrics recomputed over all tasks."""
+    the single run adds them), seconds summed (metrics are set over all tasks afterwards)."""
     results = _interleave([part.tasks for part in parts])
     cost = Cost()
     for result in results:
         cost.add(result.cost)
-    humans = [task.human_scores() for task in tasks]
-    return StrategyRun(
-        strategy=parts[0].strategy,
-        tasks=results,
-        cost=cost,
-        seconds=sum(part.seconds for part in parts),
-        metrics=evaluate([(r.scores, r.ranking, human) for r, human in zip(results, humans)]),
-    )
+    return StrategyRun(strategy=parts[0].strategy, tasks=results, cost=cost, seconds=sum(p.seconds for p in parts))
 
 
 def _combined_judge(runs: Sequence[RunResult], task_ids: Sequence[str]) -> JudgeRecord:
@@ -195,3 +206,60 @@ def _combined_judge(runs: Sequence[RunResult], task_ids: Sequence[str]) -> Judge
         simulated=judge.simulated,
         latent={task_id: latent[task_id] for task_id in task_ids if task_id in latent} if latent else None,
     )
+
+
+# -- recordings (``rankkit record --shard I/N``) -------------------------------------------------------
+
+
+def merge_recordings(parts: Sequence[str | PathLike[str]]) -> list[dict[str, Any]]:
+    """The rows of the whole recording from the recordings of all its shards, given in any order:
+    in task order, as one ``rankkit record`` writes them, without the parts' ``shard`` marks.
+
+    Raises :class:`TaskFormatError` (naming the file and line) for a malformed part, a row of another
+    part, a task missing from its part, a part of another recording or a shard given twice, and
+    :class:`MissingShardsError` when a shard is missing.
+
+    Parameters
+    ----------
+    parts
+        The parts' recording files (``rankkit record --shard I/N --out PART.jsonl``).
+    """
+    read = [_read_recording_part(Path(part)) for part in parts]
+    if not read:
+        raise MissingShardsError("merge: no parts given")
+    order = shards_in_order([(str(path), part) for path, part, _ in read])
+    rows = [(position, row) for i in order for position, row in read[i][2]]
+    rows.sort(key=lambda item: item[0])  # stable: a task's rows keep the order they were recorded in
+    return [row for _, row in rows]
+
+
+def _read_recording_part(path: Path) -> tuple[Path, ShardPart, list[tuple[int, dict[str, Any]]]]:
+    """A recording part's record, and its rows without their marks, each with its task's position."""
+    from rankkit.judges.simulated.replay import read_rows
+
+    part, rows, positions = None, [], set()
+    for line, row in read_rows(path):
+        marks = row.pop("shard", None)
+        if marks is None:
+            raise TaskFormatError(path, line, "shard", "missing: not a part of a sharded recording (record --shard)")
+        position = marks.pop("position", None) if isinstance(marks, dict) else None
+        claimed = shard_part_from_record(marks, f"{path}:{line}")
+        if part is None:
+            part = claimed
+        if claimed != part:
+            raise TaskFormatError(path, line, "shard", "not the part the file's first row belongs to")
+        if isinstance(position, bool) or not isinstance(position, int) or position not in _positions(part):
+            raise TaskFormatError(path, line, "shard.position", f"not a task position of shard {part.shard}")
+        positions.add(position)
+        rows.append((position, row))
+    if part is None:
+        raise TaskFormatError(path, None, None, "no rows: not a part of a sharded recording (record --shard)")
+    missing = sorted(set(_positions(part)) - positions)
+    if missing:
+        raise TaskFormatError(path, None, "shard.position", f"no rows for the task at position {missing[0]}")
+    return path, part, rows
+
+
+def _positions(part: ShardPart) -> range:
+    """The task positions of a part's shard."""
+    return range(part.shard.index, part.total_tasks, part.shard.count)

@@ -84,10 +84,8 @@ def run(
     check_compatible(strategies, judge)  # before any judgment is paid for
     check_priced(strategies, judge_meter(judge))  # a usd budget needs a price: refused before any judgment
     judge.check_tasks(tasks)  # a judge that cannot judge this data says so now (sim: human scores)
-    part = None
-    if shard is not None:  # the whole run's identity first: every shard computes the same
-        part = ShardPart(shard, len(tasks), run_fingerprint(tasks, strategies, judge.fingerprint, seed))
-        tasks = shard.select(tasks)
+    part = None if shard is None else part_of(tasks, strategies, judge, seed, shard)
+    tasks = tasks if shard is None else shard.select(tasks)
     warm_up_seconds = warm_up()  # one-off start-up, charged to no strategy
     started = time.perf_counter()
     bar = RunProgress(len(tasks), disable=not progress, expected=expected)
@@ -108,11 +106,7 @@ def run(
                 strategy_run.tasks.append(task_result)
     finally:
         bar.close()
-    by_id = {t.task_id: t for t in tasks}
-    for strategy_run in runs:
-        strategy_run.metrics = evaluate(
-            [(r.scores, r.ranking, by_id[r.task_id].human_scores()) for r in strategy_run.tasks]
-        )
+    add_metrics(runs, tasks)
     return RunResult(
         judge=judge,
         judge_spec=judge_spec,
@@ -125,6 +119,20 @@ def run(
         warm_up_seconds=warm_up_seconds,
         shard=part,
     )
+
+
+def part_of(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge, seed: int, shard: Shard) -> ShardPart:
+    """What the part of ``shard`` records: the whole run's identity, which every shard computes alike."""
+    return ShardPart(shard, len(tasks), run_fingerprint(tasks, strategies, judge.fingerprint, seed))
+
+
+def add_metrics(runs: Sequence[StrategyRun], tasks: Sequence[Task]) -> None:
+    """Set each strategy's metrics: its agreement with the tasks' human scores."""
+    by_id = {t.task_id: t for t in tasks}
+    for strategy_run in runs:
+        strategy_run.metrics = evaluate(
+            [(r.scores, r.ranking, by_id[r.task_id].human_scores()) for r in strategy_run.tasks]
+        )
 
 
 def check_priced(strategies: Sequence[Strategy], meter: Meter) -> None:

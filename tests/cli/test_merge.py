@@ -161,3 +161,29 @@ def test_shard_workers_sharing_one_postgres_memo_pay_each_judgment_once(tmp_path
             check_memo_shared_by_workers(tmp_path, fresh_database(url, f"shards_{os.getpid()}"))
     except RuntimeError as err:  # the server could not start here
         pytest.skip(str(err))
+
+
+def test_recording_parts_merge_into_the_whole_recording(tmp_path):
+    record = ["record", "--judge", JUDGE, "--no-cache", "--quiet"]
+    whole = tmp_path / "whole.jsonl"
+    assert invoke(*record, "--out", str(whole)).exit_code == 0
+    parts = [tmp_path / f"part-{i}.jsonl" for i in range(2)]
+    for index, part in enumerate(parts):
+        result = invoke(*record, "--out", str(part), "--shard", f"{index}/2")
+        assert result.exit_code == 0, result.output
+    merged = tmp_path / "merged.jsonl"
+    result = invoke("merge", str(parts[1]), str(parts[0]), "-o", str(merged))
+    assert result.exit_code == 0, result.output
+    assert merged.read_bytes() == whole.read_bytes()
+    mixed = invoke("merge", str(parts[0]), str(tmp_path / "x.json"), "-o", str(merged))
+    assert mixed.exit_code == 2 and "either results parts" in mixed.output
+
+
+def test_record_refuses_a_bad_shard_and_a_shard_of_an_export(tmp_path):
+    record = ["record", "--judge", JUDGE, "--no-cache", "--quiet", "--out", str(tmp_path / "r.jsonl")]
+    assert invoke(*record, "--shard", "3/3").exit_code == 2
+    results = tmp_path / "results.json"
+    assert invoke(*compare_args(results)).exit_code == 0
+    export = invoke(*record, "--shard", "0/2", "--from-run", str(results))
+    assert export.exit_code == 2 and "--from-run" in export.output
+    assert not (tmp_path / "r.jsonl").exists()

@@ -161,3 +161,86 @@ def test_two_parts_claiming_one_task_are_refused(sample_tasks, tmp_path):
     with pytest.raises(TaskFormatError, match="also in another part") as error:
         merge_parts([tmp_path / "p0.json", tmp_path / "p1.json"])
     assert error.value.path == str(tmp_path / "p1.json")
+
+
+# -- recordings (record --shard) ------------------------------------------------------------------
+
+
+def record_parts(tasks, tmp_path, count: int, label: str = "sim") -> list:
+    from rankkit.judges import make_judge
+    from rankkit.runs.recording import record_grid, write_judgments
+
+    files = []
+    for index in range(count):
+        rows, _ = record_grid(tasks, make_judge(JUDGE), None, label, "recorded", shard=Shard(index, count))
+        files.append(tmp_path / f"{label}-{index}.jsonl")
+        write_judgments(rows, files[-1])
+    return files
+
+
+@pytest.mark.parametrize("count", [2, 3])
+def test_merged_recording_parts_are_the_whole_recording(sample_tasks, tmp_path, count):
+    from rankkit.judges import make_judge
+    from rankkit.runs.merge import merge_recordings
+    from rankkit.runs.recording import record_grid
+
+    whole, _ = record_grid(sample_tasks, make_judge(JUDGE), None, "sim", "recorded")
+    files = record_parts(sample_tasks, tmp_path, count)
+    assert json.dumps(merge_recordings(files[::-1])) == json.dumps(whole)
+
+
+def rewrite(path, edit) -> None:
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    path.write_text("".join(json.dumps(row) + "\n" for row in edit(rows)), encoding="utf-8")
+
+
+def _first_row_unmarked(rows):
+    rows[0].pop("shard")
+    return rows
+
+
+def _first_row_moved(rows):
+    rows[0]["shard"]["position"] += 1  # a position of another shard
+    return rows
+
+
+def _first_task_dropped(rows):
+    return [row for row in rows if row["task_id"] != rows[0]["task_id"]]
+
+
+def _second_row_of_another_part(rows):
+    rows[1]["shard"]["index"] = 0
+    return rows
+
+
+@pytest.mark.parametrize(
+    "edit, line, field",
+    [
+        (_first_row_unmarked, 1, "shard"),
+        (_first_row_moved, 1, "shard.position"),
+        (_first_task_dropped, None, "shard.position"),
+        (_second_row_of_another_part, 2, "shard"),
+    ],
+)
+def test_a_malformed_recording_part_is_refused_naming_file_line_and_field(sample_tasks, tmp_path, edit, line, field):
+    from rankkit.runs.merge import merge_recordings
+
+    files = record_parts(sample_tasks, tmp_path, 2)
+    rewrite(files[1], edit)
+    with pytest.raises(TaskFormatError) as error:
+        merge_recordings(files)
+    assert error.value.path == str(files[1]) and error.value.line == line and error.value.field == field
+
+
+def test_recording_parts_of_another_recording_missing_or_twice_are_refused(sample_tasks, tmp_path):
+    from rankkit.runs.merge import merge_recordings
+
+    mine = record_parts(sample_tasks, tmp_path, 3)
+    theirs = record_parts(sample_tasks, tmp_path, 3, label="other")
+    with pytest.raises(TaskFormatError, match="different run") as error:
+        merge_recordings([mine[0], theirs[1], mine[2]])
+    assert error.value.path == str(theirs[1])
+    with pytest.raises(TaskFormatError, match="given twice"):
+        merge_recordings([mine[0], mine[1], mine[1], mine[2]])
+    with pytest.raises(MissingShardsError, match=r"2/3 missing"):
+        merge_recordings(mine[:2])
