@@ -94,15 +94,15 @@ def shards_in_order(claims: Sequence[tuple[str, ShardPart]]) -> list[int]:
     reference_where, reference = claims[0]
     by_index: dict[int, int] = {}
     for position, (where, part) in enumerate(claims):
-        for name in ("run_fingerprint", "total_tasks"):
-            if getattr(part, name) != getattr(reference, name) or part.shard.count != reference.shard.count:
-                raise TaskFormatError(
-                    where,
-                    None,
-                    f"shard.{name if part.shard.count == reference.shard.count else 'count'}",
-                    f"a part of a different run than {reference_where} (its data, strategies, judge, seed or "
-                    f"number of shards differ); merge the parts of one run",
-                )
+        differing = _differing_claim(part, reference)
+        if differing:
+            raise TaskFormatError(
+                where,
+                None,
+                differing,
+                f"a part of a different run than {reference_where} (its data, strategies, judge, seed or "
+                f"number of shards differ); merge the parts of one run",
+            )
         if part.shard.index in by_index:
             other = claims[by_index[part.shard.index]][0]
             raise TaskFormatError(where, None, "shard.index", f"shard {part.shard} given twice (also {other})")
@@ -113,6 +113,16 @@ def shards_in_order(claims: Sequence[tuple[str, ShardPart]]) -> list[int]:
         given = ", ".join(f"{where} ({part.shard})" for where, part in claims)
         raise MissingShardsError(f"merge: shard(s) {', '.join(missing[:10])} missing; given {given}")
     return [by_index[i] for i in range(count)]
+
+
+def _differing_claim(part: ShardPart, reference: ShardPart) -> str | None:
+    """The first field of ``part``'s record that places it in another run than ``reference``, or None."""
+    differences = {
+        "shard.count": part.shard.count != reference.shard.count,
+        "shard.total_tasks": part.total_tasks != reference.total_tasks,
+        "shard.run_fingerprint": part.run_fingerprint != reference.run_fingerprint,
+    }
+    return next((name for name, differs in differences.items() if differs), None)
 
 
 def _check_same_run(where: str, run: RunResult, reference_where: str, reference: RunResult) -> None:
