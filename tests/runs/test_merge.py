@@ -21,6 +21,19 @@ def parts_of(tasks, count: int, strategies=STRATEGIES, judge=JUDGE, seed: int = 
     return [compare(tasks, strategies, judge=judge, seed=seed, shard=Shard(i, count)) for i in range(count)]
 
 
+def test_run_with_a_shard_ranks_its_tasks_and_records_the_whole_runs_identity(sample_tasks):
+    from rankkit import make_judge, make_strategy, run
+
+    strategies = [make_strategy("knockout")]
+    parts = [run(sample_tasks, strategies, make_judge(JUDGE), shard=Shard(i, 4)) for i in range(4)]
+    assert [[t.task_id for t in part.tasks] for part in parts] == [
+        [t.task_id for t in sample_tasks[i::4]] for i in range(4)
+    ]
+    assert len({part.shard.run_fingerprint for part in parts}) == 1
+    assert {part.shard.total_tasks for part in parts} == {len(sample_tasks)}
+    assert run(sample_tasks, strategies, make_judge(JUDGE)).shard is None
+
+
 @pytest.mark.parametrize("count", [2, 3])
 def test_the_merged_parts_are_the_single_run(sample_tasks, count):
     single = compare(sample_tasks, STRATEGIES, judge=JUDGE).to_dict()
