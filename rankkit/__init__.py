@@ -22,6 +22,7 @@ _EXPORTS = {
     "rank": "rankkit.api",
     "compare": "rankkit.api",
     "rejudge": "rankkit.api",
+    "merge": "rankkit.api",
     "Task": "rankkit.data.tasks",
     "Candidate": "rankkit.data.tasks",
     "load_tasks": "rankkit.data.tasks",

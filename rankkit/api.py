@@ -1,4 +1,7 @@
-"""The library in three calls: :func:`rank` one task, :func:`compare` strategies, :func:`rejudge` a run.
+"""The library in four calls: :func:`rank`, :func:`compare`, :func:`rejudge` and :func:`merge`.
+
+:func:`rank` ranks one task, :func:`compare` compares strategies, :func:`rejudge` re-asks a run's
+judgments of another judge, and :func:`merge` combines the parts of a sharded run.
 
 More in ``docs/library.md``.
 
@@ -31,6 +34,7 @@ from rankkit.judges.base import Judge
 from rankkit.judgments.cache import JudgmentCache, NullCache
 from rankkit.judgments.cache_postgres import open_judgment_cache
 from rankkit.runs.results import RunResult
+from rankkit.runs.shards import Shard, parse_shard
 from rankkit.strategies.base import Ranking, Strategy, make_strategy
 
 
@@ -84,6 +88,7 @@ def compare(
     workers: int | None = None,
     data: str = "",
     max_judgments: int | float | None = None,
+    shard: Shard | str | None = None,
 ) -> RunResult:
     """Run several strategies on the same tasks and the same judge, sharing its judgments.
 
@@ -115,20 +120,25 @@ def compare(
     max_judgments:
         The most judgments the run may plan (None: 50,000; ``math.inf``: no limit); a run that
         plans more raises :class:`~rankkit.runs.scale.TooManyJudgments` before judging.
+    shard:
+        Rank only this worker's part of the tasks: a :class:`~rankkit.runs.shards.Shard` or ``"i/n"``
+        (worker i of n, from 0); :func:`merge` combines the parts. None: every task.
     """
     loaded = _tasks(tasks, criterion)
     built = [_as_strategy(s) for s in strategies]
     if not built:
         raise SpecError("compare: no strategies given")
+    part = parse_shard(shard) if isinstance(shard, str) else shard
+    mine = part.select(loaded) if part is not None else loaded  # what this worker judges
     with _judge(judge) as (judge_object, spec), _cache(cache) as cache_object:
         from rankkit.runs.scale import check_scale
 
-        check_scale(loaded, built, judge_object, max_judgments)  # before anything is judged
+        check_scale(mine, built, judge_object, max_judgments)  # before anything is judged
         expected = None
         if progress and not judge_object.simulated:  # a simulated judge is as fast as the estimate
             from rankkit.runs.plan import expected_judgments  # the dry run's machinery, for the bar's total
 
-            expected = expected_judgments(loaded, built, seed, judge_object)
+            expected = expected_judgments(mine, built, seed, judge_object)
         from rankkit.runs.runner import run
 
         label = data or (str(tasks) if isinstance(tasks, (str, PathLike)) else "")
@@ -143,7 +153,25 @@ def compare(
             data=label,
             workers=workers,
             expected=expected,
+            shard=part,
         )
+
+
+def merge(parts: Sequence[RunResult | str | PathLike[str]]) -> RunResult:
+    """The whole run's result from the results of its shards (``compare(..., shard="i/n")``), in any order.
+
+    It equals the single-process run's except for the timing (``wall_seconds``, ``warm_up_seconds``
+    and each strategy's ``seconds``). Parts of another run, a shard given twice or missing, and a
+    malformed part are refused (:class:`~rankkit.errors.RankkitError`, naming the file).
+
+    Parameters
+    ----------
+    parts:
+        The parts' results files (``rankkit compare --shard i/n --out PART``) or their results.
+    """
+    from rankkit.runs.merge import merge_parts
+
+    return merge_parts(parts)
 
 
 def rejudge(

@@ -23,6 +23,7 @@ from rankkit.cli.generate import generate_command
 from rankkit.cli.human import HumanOptions, compare_block, human_options, print_agreements, read_human
 from rankkit.cli.judge_report import judge_report_command
 from rankkit.cli.leaderboard import leaderboard
+from rankkit.cli.merge import merge_command
 from rankkit.cli.options import (
     OUTPUT_FORMATS,
     Budget,
@@ -34,6 +35,7 @@ from rankkit.cli.options import (
     given_limits,
     judge_options,
     output_options,
+    shard_option,
     strategy_run_options,
 )
 from rankkit.cli.results import analyze_command, plot_command, rejudge_command, report_command
@@ -70,18 +72,21 @@ for command in (
     rejudge_command,
     plot_command,
     report_command,
+    merge_command,
 ):
     main.add_command(command)
 
 
 def run_strategies(
-    data: DataOptions, judge_options: JudgeOptions, strategies: list[Any], budget: Budget
+    data: DataOptions, judge_options: JudgeOptions, strategies: list[Any], budget: Budget, shard: Any = None
 ) -> tuple[Any, RunInputs]:
-    """Run ``strategies`` on the data with the judge, after the size check: the run's result and its inputs."""
+    """Run ``strategies`` on the data with the judge, after the size check: the run's result and its
+    inputs (``shard``: only that part of the tasks)."""
     from rankkit.api import compare as compare_strategies
 
     with judging(data, judge_options) as inputs:
-        most = judgment_limit(inputs.tasks, strategies, inputs.judge, budget)
+        mine = shard.select(inputs.tasks) if shard is not None else inputs.tasks
+        most = judgment_limit(mine, strategies, inputs.judge, budget)
         result = compare_strategies(
             inputs.tasks,
             strategies,
@@ -91,6 +96,7 @@ def run_strategies(
             progress=not judge_options.quiet,
             data=str(inputs.path),
             max_judgments=most,
+            shard=shard,
         )
     return result, inputs
 
@@ -170,6 +176,7 @@ def print_compare(
     "json (the results without task texts), csv or markdown (the table).",
 )
 @strategy_run_options
+@shard_option
 @human_options
 @guarded
 def compare(
@@ -179,6 +186,7 @@ def compare(
     out,
     output_format,
     controls: RunControls,
+    shard,
     human_options: HumanOptions,
 ) -> None:
     """Run several strategies on the same judge and print how each agrees with the humans."""
@@ -189,11 +197,11 @@ def compare(
     if not strategies:
         fail("no strategies given")
     if controls.dry_run:
-        print_dry_run(data, judge_options, strategies, output_format)
+        print_dry_run(data, judge_options, strategies, output_format, shard)
         return
     prepare_output(out)
     votes = read_human(human_options)
-    result, inputs = run_strategies(data, judge_options, strategies, controls.budget)
+    result, inputs = run_strategies(data, judge_options, strategies, controls.budget, shard)
     result.config = compare_config(data, judge_options, inputs, strategies)
     human, agreements = compare_block(result, votes, human_options)
     print_compare(result, inputs, judge_options.seed, out, output_format, human)
@@ -293,13 +301,16 @@ def list_judges() -> None:
     default=None,
     help="Export the comparisons of a `rankkit compare --out` results file instead of judging.",
 )
+@shard_option
 @guarded
-def record(data: DataOptions, judge_options: JudgeOptions, out, label, method_label, from_run) -> None:
+def record(data: DataOptions, judge_options: JudgeOptions, out, label, method_label, from_run, shard) -> None:
     """Judge every ordered pair of every task once and save it for `--judge replay:FILE`."""
     from rankkit.data.file_checks import read_json_file
     from rankkit.runs.recording import record_grid, rows_from_results, write_judgments
     from rankkit.runs.results import RunResult
 
+    if from_run and shard is not None:
+        fail("--shard splits the tasks to judge; --from-run judges nothing (export the merged results instead)")
     prepare_output(out)
     if from_run:
         run = RunResult.from_dict(read_json_file(from_run), where=from_run)
@@ -310,8 +321,9 @@ def record(data: DataOptions, judge_options: JudgeOptions, out, label, method_la
     with judging(data, judge_options) as inputs:
         tasks, spec = inputs.tasks, inputs.spec
         rows, cost = record_grid(
-            tasks, inputs.judge, inputs.cache, label or spec, method_label, progress=not judge_options.quiet
+            tasks, inputs.judge, inputs.cache, label or spec, method_label, not judge_options.quiet, shard
         )
+        tasks = shard.select(tasks) if shard is not None else tasks
     count = write_judgments(rows, out)
     say(
         f"{count} comparisons of {len(tasks)} tasks ({cost.judge_calls} new judge calls, "

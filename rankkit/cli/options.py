@@ -405,6 +405,30 @@ allow_failures_option = click.option(
     "as its scores carry no information).",
 )
 
+
+def _parse_shard(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
+    """``--shard I/N`` as a :class:`~rankkit.runs.shards.Shard` (a usage error, exit 2, when it is not one)."""
+    from rankkit.runs.shards import parse_shard
+
+    if value is None:
+        return None
+    try:
+        return parse_shard(value)
+    except ValueError as err:
+        raise click.BadParameter(str(err)) from None
+
+
+#: ``--shard I/N``: this worker's part of the tasks (``rankkit merge`` combines the parts).
+shard_option = click.option(
+    "--shard",
+    default=None,
+    metavar="I/N",
+    callback=_parse_shard,
+    help="Run only part I of N (from 0) of the tasks, every N-th from the I-th, and record it as that part; "
+    "`rankkit merge` combines the N parts into the whole run's results (SLURM: "
+    "--shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT).",
+)
+
 #: What ``compare`` and ``rank`` take after their own options; the command receives ``controls`` (a :class:`RunControls`).
 strategy_run_options = option_group(
     dry_run_option, budget_options, allow_failures_option, config_option, grouped(RunControls, "controls")

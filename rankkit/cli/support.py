@@ -219,10 +219,10 @@ def checked_judge_spec(judge_spec: str | None, judge_from: tuple[str, str] | Non
 
 
 def print_dry_run(
-    data: DataOptions, judge_options: JudgeOptions, strategies: Sequence[Any], output_format: str
+    data: DataOptions, judge_options: JudgeOptions, strategies: Sequence[Any], output_format: str, shard: Any = None
 ) -> None:
     """--dry-run: load the data, build the judge without its model, read the cache, print the plan
-    of ``strategies`` in the command's ``output_format``."""
+    of ``strategies`` in the command's ``output_format`` (``shard``: of that part of the tasks only)."""
     from rankkit.data.tasks import load_tasks
     from rankkit.judges import make_judge
     from rankkit.runs.plan import dry_run, format_dry_run, read_only_cache
@@ -230,6 +230,8 @@ def print_dry_run(
     spec = checked_judge_spec(judge_options.judge_spec)
     path = Path(data.data_path) if data.data_path else SAMPLE_DATA
     tasks = load_tasks(path, criterion=data.criterion, limit=data.limit, columns=current_columns(), **current_limits())
+    if shard is not None:
+        tasks = shard.select(tasks)
     judge = make_judge(spec, stand_in=True)
     cache = read_only_cache(judge_options.cache_path, judge_options.no_cache)
     try:

@@ -19,6 +19,7 @@ True
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -33,6 +34,7 @@ from rankkit.judgments.cache import JudgmentCache, NullCache
 from rankkit.judgments.memo import JudgmentMemo
 from rankkit.judgments.values import CHOICE_KIND, ParseStatus, Verdict, Winner
 from rankkit.runs.results import RunResult
+from rankkit.runs.shards import Shard, ShardPart, run_fingerprint
 from rankkit.strategies.choices import GroupComparison
 from rankkit.strategies.matches import Cost, MatchSource
 
@@ -95,11 +97,14 @@ def record_grid(
     judge_label: str,
     method: str,
     progress: bool = False,
+    shard: Shard | None = None,
 ) -> tuple[list[dict[str, Any]], Cost]:
     """Judge every ordered pair of every task (N·(N−1) comparisons per task) and return the rows.
 
     Judgments go through the usual memory -> cache -> judge lookup, one batch per task, so an
-    interrupted recording resumes from the cache.
+    interrupted recording resumes from the cache. With ``shard``, only that shard's tasks are
+    judged, and each row says which part of which recording it is (:func:`part_marks`), for
+    :func:`rankkit.runs.merge.merge_recordings`.
 
     Returns the rows, and what they cost.
 
@@ -115,23 +120,43 @@ def record_grid(
         The rows' labels (see :func:`judgment_row`).
     progress:
         Show a progress bar on stderr.
+    shard:
+        Judge only this shard's part of the tasks (None: all).
     """
     from tqdm import tqdm
 
     memo = JudgmentMemo(judge, cache)
     judge.check_tasks(tasks)  # before any judgment (the sim judge needs human scores)
+    marks = part_marks(tasks, shard, judge.fingerprint, judge_label, method)
+    mine = shard.select(tasks) if shard is not None else tasks
     cost = Cost()
     rows: list[dict[str, Any]] = []
     try:
-        for task in tqdm(tasks, desc="recording", unit="task", file=sys.stderr, disable=not progress):
+        for number, task in enumerate(tqdm(mine, desc="recording", unit="task", file=sys.stderr, disable=not progress)):
             source = MatchSource(task, memo, strategy="record")
             pairs = list(permutations(task.candidate_ids, 2))
             for (first, second), verdict in zip(pairs, source.compare_many(pairs, round=1)):
-                rows.append(judgment_row(task, first, second, verdict, judge_label, method))
+                row = judgment_row(task, first, second, verdict, judge_label, method)
+                rows.append(row if marks is None else {**row, "shard": marks[number]})
             cost.add(source.cost)
     finally:
         memo.flush()
     return rows, cost
+
+
+def part_marks(
+    tasks: Sequence[Task], shard: Shard | None, judge_fingerprint: str, judge_label: str, method: str
+) -> list[dict[str, Any]] | None:
+    """What each row of a shard's recording carries under ``shard``, per task of the shard: the
+    part's record (as a results part's ``shard`` key, for the whole recording) and the task's
+    ``position`` in the task list, so that merging puts the rows back in order. None without a shard.
+    """
+    if shard is None:
+        return None
+    identity = [run_fingerprint(tasks, [], judge_fingerprint, 0), judge_label, method]
+    fingerprint = hashlib.sha256(json.dumps(identity).encode()).hexdigest()
+    part = ShardPart(shard, len(tasks), fingerprint).to_dict()
+    return [{**part, "position": position} for position in range(shard.index, len(tasks), shard.count)]
 
 
 def rows_from_results(

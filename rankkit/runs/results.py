@@ -37,6 +37,7 @@ from rankkit.runs.result_records import (
     task_from_record,
     task_record,
 )
+from rankkit.runs.shards import ShardPart, shard_part_from_record
 from rankkit.strategies.base import CandidateExtras, Strategy
 from rankkit.strategies.matches import Comparison, Cost, MatchGraph
 
@@ -227,6 +228,8 @@ class RunResult:
     wall_seconds: float = 0.0
     #: Seconds of one-off start-up before it (imports, :func:`rankkit.runs.runner.warm_up`), charged to no strategy.
     warm_up_seconds: float = 0.0
+    #: Which part of a sharded run this is (``rankkit compare --shard``; None: the whole run).
+    shard: ShardPart | None = None
 
     @functools.cached_property
     def graphs(self) -> dict[str, MatchGraph]:
@@ -301,6 +304,8 @@ class RunResult:
         }
         if self.config is not None:
             payload["config"] = self.config
+        if self.shard is not None:
+            payload["shard"] = self.shard.to_dict()
         return plain(payload)
 
     @classmethod
@@ -349,7 +354,8 @@ class RunResult:
             config=data.get("config"),
             wall_seconds=optional_seconds(data, "wall_seconds", where),
             warm_up_seconds=optional_seconds(data, "warm_up_seconds", where),
-        )  # only runs from the command line have one
+            shard=None if data.get("shard") is None else shard_part_from_record(data["shard"], where),
+        )  # only runs from the command line have a config
 
     def rows(self) -> list[dict[str, Any]]:
         """One row per strategy × task × candidate, best first within a task.

@@ -32,6 +32,7 @@ from rankkit.judgments.spend import Meter
 from rankkit.judgments.values import ParseStatus
 from rankkit.runs.plan.usd import judge_meter
 from rankkit.runs.results import RunResult, StrategyRun, TaskResult
+from rankkit.runs.shards import Shard, ShardPart, run_fingerprint
 from rankkit.stats.metrics import evaluate
 from rankkit.strategies._spend import unpriced
 from rankkit.strategies.base import CandidateExtras, Strategy, check_compatible
@@ -51,6 +52,7 @@ def run(
     data: str = "",
     workers: int | None = None,
     expected: tuple[int, str] | None = None,
+    shard: Shard | None = None,
 ) -> RunResult:
     """Rank every task with every strategy.
 
@@ -75,10 +77,15 @@ def run(
         Recorded in the result (how the judge and data were named).
     workers:
         How many tasks are ranked at once (see :func:`map_tasks`). Results do not depend on it.
+    shard:
+        Rank only this shard's part of ``tasks`` (:class:`~rankkit.runs.shards.Shard`); the result
+        records which part it is, for :func:`rankkit.runs.merge.merge_parts`. None: every task.
     """
     check_compatible(strategies, judge)  # before any judgment is paid for
     check_priced(strategies, judge_meter(judge))  # a usd budget needs a price: refused before any judgment
     judge.check_tasks(tasks)  # a judge that cannot judge this data says so now (sim: human scores)
+    part = None if shard is None else part_of(tasks, strategies, judge, seed, shard)
+    tasks = tasks if shard is None else shard.select(tasks)
     warm_up_seconds = warm_up()  # one-off start-up, charged to no strategy
     started = time.perf_counter()
     bar = RunProgress(len(tasks), disable=not progress, expected=expected)
@@ -99,11 +106,7 @@ def run(
                 strategy_run.tasks.append(task_result)
     finally:
         bar.close()
-    by_id = {t.task_id: t for t in tasks}
-    for strategy_run in runs:
-        strategy_run.metrics = evaluate(
-            [(r.scores, r.ranking, by_id[r.task_id].human_scores()) for r in strategy_run.tasks]
-        )
+    add_metrics(runs, tasks)
     return RunResult(
         judge=judge,
         judge_spec=judge_spec,
@@ -114,7 +117,22 @@ def run(
         dispatch=stats,
         wall_seconds=time.perf_counter() - started,
         warm_up_seconds=warm_up_seconds,
+        shard=part,
     )
+
+
+def part_of(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge, seed: int, shard: Shard) -> ShardPart:
+    """What the part of ``shard`` records: the whole run's identity, which every shard computes alike."""
+    return ShardPart(shard, len(tasks), run_fingerprint(tasks, strategies, judge.fingerprint, seed))
+
+
+def add_metrics(runs: Sequence[StrategyRun], tasks: Sequence[Task]) -> None:
+    """Set each strategy's metrics: its agreement with the tasks' human scores."""
+    by_id = {t.task_id: t for t in tasks}
+    for strategy_run in runs:
+        strategy_run.metrics = evaluate(
+            [(r.scores, r.ranking, by_id[r.task_id].human_scores()) for r in strategy_run.tasks]
+        )
 
 
 def check_priced(strategies: Sequence[Strategy], meter: Meter) -> None:
