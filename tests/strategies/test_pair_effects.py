@@ -127,7 +127,7 @@ def test_over_many_pair_effect_judges_todays_rule_is_overconfident_and_the_defau
     """Seeds 0..19 of the judge above: today's rule stops on every task and is wrong on several;
     the default makes no wrong stop."""
     task = make_task([0.0, 1.0, 2.0, 2.2], scale=(-10, 10))
-    wrong = {"bt": 0, "pair_effects": 0}
+    wrong = {"bt": 0, "pair_effects": 0, "pair_effects,pair_sd=2": 0}
     for seed in range(20):
         judge = LatentJudge(**PAIR_ONLY, seed=seed)
         latent = judge.latent(task)
@@ -137,7 +137,7 @@ def test_over_many_pair_effect_judges_todays_rule_is_overconfident_and_the_defau
             stopped = next(iter(ranking.extras.values())).stopped == "target"
             wrong[rule] += stopped and max(ranking.scores, key=ranking.scores.get) != max(latent, key=latent.get)
     assert wrong["bt"] >= 3  # 3 of 20 would already be below 0.9
-    assert wrong["pair_effects"] == 0
+    assert wrong["pair_effects"] == wrong["pair_effects,pair_sd=2"] == 0
 
 
 @pytest.mark.parametrize(
