@@ -199,7 +199,16 @@ def main() -> None:
     parser.add_argument("--rules", default=",".join(RULES), help=f"comma-separated, of {', '.join(ALL_RULES)}")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--out", type=Path, default=RESULTS / "stopping_misspecified.md")
+    parser.add_argument(
+        "--rows", type=Path, nargs="*", help="only re-render the rows of earlier runs' .json files (e.g. one per rule)"
+    )
     args = parser.parse_args()
+    if args.rows:
+        rows = [row for path in args.rows for row in json.loads(path.read_text(encoding="utf-8"))]
+        args.rules = ",".join(rule for rule in ALL_RULES if any(row["rule"] == rule for row in rows))
+        args.out.with_suffix(".json").write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
+        write_table(args, rows, float("nan"))
+        return
 
     rules = args.rules.split(",")
     names = [name for name in args.data.split(",") if (SHARED / name / "tasks.jsonl").exists()]
@@ -237,12 +246,12 @@ def main() -> None:
 def write_table(args: argparse.Namespace, rows: list[dict], seconds: float) -> None:
     """The markdown summary and per-cell table, printed and written to ``args.out``."""
     rules = args.rules.split(",")
+    how = f"{seconds / 60:.0f} min on {args.workers} worker(s)" if seconds == seconds else "rows of several runs"
     header = [
         "# Stopping rules on misspecified judges (issue 42)",
         "",
         f"`python benchmarks/stopping_misspecified.py --tasks {args.tasks} --pilot {args.pilot} --seeds {args.seeds} "
-        f"--rules {args.rules}` "
-        f"({seconds / 60:.0f} min on {args.workers} worker(s); judge seeds 0..{args.seeds - 1}; data {args.data}). "
+        f"--rules {args.rules}` ({how}; judge seeds 0..{args.seeds - 1}; data {args.data}). "
         "Rules: `bt` (0.3's rule: before), `pair_effects` (the pair-effect sd averaged over 0, 1, 2 within "
         "a task: the default of active and swiss) and `pilot` (`pair_effects` with `pair_sd=` the 95% upper "
         "value estimated from a pilot run of the same judge on other tasks of the dataset). Per rule: "
