@@ -84,6 +84,7 @@ def compare(
     workers: int | None = None,
     data: str = "",
     max_judgments: int | float | None = None,
+    stream_judgments: str | PathLike[str] | None = None,
 ) -> RunResult:
     """Run several strategies on the same tasks and the same judge, sharing its judgments.
 
@@ -115,6 +116,10 @@ def compare(
     max_judgments:
         The most judgments the run may plan (None: 50,000; ``math.inf``: no limit); a run that
         plans more raises :class:`~rankkit.runs.scale.TooManyJudgments` before judging.
+    stream_judgments:
+        The results file the run will be written to (``result.to_dict()``): each task's judgments go,
+        as it finishes, to the sidecar beside it (``RESULTS.judgments.jsonl``) and the result keeps
+        none of them; ``read_results`` reads them back. None: the result keeps them (inline).
     """
     loaded = _tasks(tasks, criterion)
     built = [_as_strategy(s) for s in strategies]
@@ -132,18 +137,20 @@ def compare(
         from rankkit.runs.runner import run
 
         label = data or (str(tasks) if isinstance(tasks, (str, PathLike)) else "")
-        return run(
-            loaded,
-            built,
-            judge_object,
-            cache_object,
-            seed=seed,
-            progress=progress,
-            judge_spec=spec,
-            data=label,
-            workers=workers,
-            expected=expected,
-        )
+        with _stream(stream_judgments) as stream:
+            return run(
+                loaded,
+                built,
+                judge_object,
+                cache_object,
+                seed=seed,
+                progress=progress,
+                judge_spec=spec,
+                data=label,
+                workers=workers,
+                expected=expected,
+                stream=stream,
+            )
 
 
 def rejudge(
@@ -250,3 +257,18 @@ def _cache(cache: Any) -> Iterator[JudgmentCache | NullCache]:
             yield opened
     else:
         raise SpecError(f"cache must be a path or a JudgmentCache, got {type(cache).__name__}")
+
+
+@contextlib.contextmanager
+def _stream(results: str | PathLike[str] | None) -> Iterator[Any]:
+    """The judgments' sidecar beside ``results`` (None: no stream), closed afterwards."""
+    if results is None:
+        yield None
+        return
+    from rankkit.runs.judgment_stream import JudgmentStream
+
+    stream = JudgmentStream(results)
+    try:
+        yield stream
+    finally:
+        stream.close()

@@ -75,9 +75,14 @@ for command in (
 
 
 def run_strategies(
-    data: DataOptions, judge_options: JudgeOptions, strategies: list[Any], budget: Budget
+    data: DataOptions,
+    judge_options: JudgeOptions,
+    strategies: list[Any],
+    budget: Budget,
+    stream_judgments: str | None = None,
 ) -> tuple[Any, RunInputs]:
-    """Run ``strategies`` on the data with the judge, after the size check: the run's result and its inputs."""
+    """Run ``strategies`` on the data with the judge, after the size check: the run's result and its inputs
+    (``stream_judgments``: the results file whose sidecar takes the judgments as tasks finish)."""
     from rankkit.api import compare as compare_strategies
 
     with judging(data, judge_options) as inputs:
@@ -91,6 +96,7 @@ def run_strategies(
             progress=not judge_options.quiet,
             data=str(inputs.path),
             max_judgments=most,
+            stream_judgments=stream_judgments,
         )
     return result, inputs
 
@@ -169,6 +175,12 @@ def print_compare(
     "table (for people, fitted to the terminal), wide (the table with every column), "
     "json (the results without task texts), csv or markdown (the table).",
 )
+@click.option(
+    "--stream-judgments",
+    is_flag=True,
+    help="Write each task's judgments, as it finishes, to OUT's sidecar (RESULTS.judgments.jsonl) instead of "
+    "into the results file, so memory stays flat on millions of judgments (needs --out). See docs/results.md.",
+)
 @strategy_run_options
 @human_options
 @guarded
@@ -178,6 +190,7 @@ def compare(
     strategy_specs,
     out,
     output_format,
+    stream_judgments: bool,
     controls: RunControls,
     human_options: HumanOptions,
 ) -> None:
@@ -188,12 +201,14 @@ def compare(
     strategies = [make_strategy(s) for s in split_list(strategy_specs)]
     if not strategies:
         fail("no strategies given")
+    if stream_judgments and not out:
+        fail("--stream-judgments writes the judgments beside the results file: give --out FILE")
     if controls.dry_run:
         print_dry_run(data, judge_options, strategies, output_format)
         return
     prepare_output(out)
     votes = read_human(human_options)
-    result, inputs = run_strategies(data, judge_options, strategies, controls.budget)
+    result, inputs = run_strategies(data, judge_options, strategies, controls.budget, out if stream_judgments else None)
     result.config = compare_config(data, judge_options, inputs, strategies)
     human, agreements = compare_block(result, votes, human_options)
     print_compare(result, inputs, judge_options.seed, out, output_format, human)
@@ -296,13 +311,12 @@ def list_judges() -> None:
 @guarded
 def record(data: DataOptions, judge_options: JudgeOptions, out, label, method_label, from_run) -> None:
     """Judge every ordered pair of every task once and save it for `--judge replay:FILE`."""
-    from rankkit.data.file_checks import read_json_file
     from rankkit.runs.recording import record_grid, rows_from_results, write_judgments
-    from rankkit.runs.results import RunResult
+    from rankkit.runs.results import read_results
 
     prepare_output(out)
     if from_run:
-        run = RunResult.from_dict(read_json_file(from_run), where=from_run)
+        run = read_results(from_run)
         rows = rows_from_results(run, label, method_label)
         count = write_judgments(rows, out)
         say(f"{count} recorded comparisons from {from_run} written to {out}", err=True)

@@ -30,6 +30,7 @@ from rankkit.judgments.dispatch import Dispatcher
 from rankkit.judgments.memo import JudgmentMemo
 from rankkit.judgments.spend import Meter
 from rankkit.judgments.values import ParseStatus
+from rankkit.runs.judgment_stream import JudgmentStream
 from rankkit.runs.plan.usd import judge_meter
 from rankkit.runs.results import RunResult, StrategyRun, TaskResult
 from rankkit.stats.metrics import evaluate
@@ -51,6 +52,7 @@ def run(
     data: str = "",
     workers: int | None = None,
     expected: tuple[int, str] | None = None,
+    stream: JudgmentStream | None = None,
 ) -> RunResult:
     """Rank every task with every strategy.
 
@@ -75,6 +77,9 @@ def run(
         Recorded in the result (how the judge and data were named).
     workers:
         How many tasks are ranked at once (see :func:`map_tasks`). Results do not depend on it.
+    stream:
+        Where each task's judgments go as it finishes; the result then keeps none of them (its
+        memory is the summaries', whatever the number of judgments). None: kept in the result.
     """
     check_compatible(strategies, judge)  # before any judgment is paid for
     check_priced(strategies, judge_meter(judge))  # a usd budget needs a price: refused before any judgment
@@ -96,7 +101,9 @@ def run(
             for strategy_run, (task_result, seconds) in zip(runs, results):
                 strategy_run.seconds += seconds
                 strategy_run.cost.add(task_result.cost)
-                strategy_run.tasks.append(task_result)
+                strategy_run.tasks.append(
+                    task_result if stream is None else stream.write(strategy_run.name, task_result)
+                )
     finally:
         bar.close()
     by_id = {t.task_id: t for t in tasks}
@@ -114,6 +121,8 @@ def run(
         dispatch=stats,
         wall_seconds=time.perf_counter() - started,
         warm_up_seconds=warm_up_seconds,
+        judgments_file=None if stream is None else stream.name,
+        streamed_verdict_paths={} if stream is None else dict(stream.verdict_paths),
     )
 
 
