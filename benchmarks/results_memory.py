@@ -6,13 +6,15 @@ child process so that each has its own peak. Reported per judgment:
 
 * peak RSS above the start-up baseline: the child's ``ru_maxrss`` minus that of the same command on
   one task (imports, the judge, click: what any run costs before its first judgment);
-* time: the child's wall time minus the baseline's, per judgment;
+* time: the child's wall and CPU time minus the baseline's, per judgment (CPU is the steadier on a
+  shared machine);
 * the results file's size, and the sidecar's (``RESULTS.judgments.jsonl``) when there is one.
 
 No cache (``--no-cache``): the memo's SQLite writes would measure the cache, not the results.
 
     python benchmarks/results_memory.py                  # 100k and 1M judgments
     python benchmarks/results_memory.py --sizes 100k     # one size
+    python benchmarks/results_memory.py --stream         # rankkit compare --stream-judgments
     python benchmarks/results_memory.py --label before   # the table's label (default: the git commit)
 
 Appends its table to ``benchmarks/results/results_memory.md``.
@@ -63,13 +65,14 @@ def write_tasks(path: Path, tasks: int, candidates: int) -> None:
             handle.write(json.dumps(record) + "\n")
 
 
-def measure(size: str, folder: Path) -> dict[str, float]:
+def measure(size: str, folder: Path, stream: bool) -> dict[str, float]:
     """One child process: its peak RSS (bytes), wall seconds and the sizes of what it wrote."""
     tasks, candidates = SIZES[size]
     data, out = folder / f"{size}.jsonl", folder / f"{size}.json"
     write_tasks(data, tasks, candidates)
     command = [sys.executable, "-m", "rankkit", "compare", "--data", str(data), "--judge", JUDGE]
     command += ["--strategies", "bt", "--no-cache", "--quiet", "--yes", "--out", str(out), "--format", "csv"]
+    command += ["--stream-judgments"] if stream else []
     started = time.perf_counter()
     child = subprocess.Popen(command, stdout=subprocess.DEVNULL)
     _, status, usage = os.wait4(child.pid, 0)
@@ -91,10 +94,11 @@ def row(size: str, cell: dict[str, float], base: dict[str, float]) -> str:
     n = cell["judgments"]
     above = (cell["peak_bytes"] - base["peak_bytes"]) / n
     per = (cell["seconds"] - base["seconds"]) / n * 1e6
+    cpu = (cell["cpu_seconds"] - base["cpu_seconds"]) / n * 1e6
     sidecar = f"{cell['sidecar_bytes'] / 1e6:.1f} MB" if cell["sidecar_bytes"] else "-"
     return (
         f"| {size} | {n:,} | {cell['peak_bytes'] / 2**20:.0f} MiB | {above:,.0f} B | {per:.1f} µs "
-        f"| {cell['cpu_seconds']:.1f} s | {cell['results_bytes'] / 1e6:.1f} MB | {sidecar} |"
+        f"| {cpu:.1f} µs | {cell['results_bytes'] / 1e6:.1f} MB | {sidecar} |"
     )
 
 
@@ -102,24 +106,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="100k,1M", help="comma-separated: 100k, 1M")
     parser.add_argument("--label", default=None, help="the table's label (default: the git commit)")
+    parser.add_argument("--stream", action="store_true", help="rankkit compare --stream-judgments (a sidecar)")
     args = parser.parse_args()
     label = args.label or subprocess.run(
         ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
     ).stdout.strip()
     header = (
-        f"\n### {label}: `bt` (order=both), `{JUDGE}`, `--no-cache`\n\n"
-        "| size | judgments | peak RSS | RSS above baseline / judgment | time / judgment | CPU | results file | sidecar |\n"
+        f"\n### {label}: `bt` (order=both), `{JUDGE}`, `--no-cache`{' --stream-judgments' if args.stream else ''}\n\n"
+        "| size | judgments | peak RSS | RSS above baseline / judgment | wall / judgment | CPU / judgment | results file | sidecar |\n"
         "|---|---:|---:|---:|---:|---:|---:|---:|"
     )
     lines = [header]
     print(header, flush=True)
     with tempfile.TemporaryDirectory() as tmp:
-        base = measure("tiny", Path(tmp))
+        base = measure("tiny", Path(tmp), args.stream)
         baseline = f"| baseline (1 task) | {base['judgments']} | {base['peak_bytes'] / 2**20:.0f} MiB | | | | | |"
         lines.append(baseline)
         print(baseline, flush=True)
         for size in args.sizes.split(","):
-            line = row(size, measure(size, Path(tmp)), base)
+            line = row(size, measure(size, Path(tmp), args.stream), base)
             lines.append(line)
             print(line, flush=True)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
