@@ -36,6 +36,10 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "results_memory.md"
 JUDGE = "sim:preset=gpt4"
 #: Each size's tasks: (tasks, candidates); bt with order=both asks N(N-1) judgments a task.
+TITLE_NOTE = (
+    "Peak RSS above the baseline (the same command on one task) and wall/CPU time above it, per judgment; "
+    "each size in its own process."
+)
 SIZES = {"100k": (529, 15), "1M": (2381, 21), "tiny": (1, 15)}
 
 
@@ -108,9 +112,12 @@ def main() -> None:
     parser.add_argument("--label", default=None, help="the table's label (default: the git commit)")
     parser.add_argument("--stream", action="store_true", help="rankkit compare --stream-judgments (a sidecar)")
     args = parser.parse_args()
-    label = args.label or subprocess.run(
-        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-    ).stdout.strip()
+    label = (
+        args.label
+        or subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+        ).stdout.strip()
+    )
     header = (
         f"\n### {label}: `bt` (order=both), `{JUDGE}`, `--no-cache`{' --stream-judgments' if args.stream else ''}\n\n"
         "| size | judgments | peak RSS | RSS above baseline / judgment | wall / judgment | CPU / judgment | results file | sidecar |\n"
@@ -128,6 +135,10 @@ def main() -> None:
             lines.append(line)
             print(line, flush=True)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    if not RESULTS.exists():
+        RESULTS.write_text(
+            f"# Results memory\n\nWritten by `benchmarks/results_memory.py`. {TITLE_NOTE}\n", encoding="utf-8"
+        )
     with RESULTS.open("a", encoding="utf-8") as handle:
         handle.write("\n".join(lines) + "\n")
     print(f"appended to {RESULTS}")

@@ -179,7 +179,7 @@ def print_compare(
     "--stream-judgments",
     is_flag=True,
     help="Write each task's judgments, as it finishes, to OUT's sidecar (RESULTS.judgments.jsonl) instead of "
-    "into the results file, so memory stays flat on millions of judgments (needs --out). See docs/results.md.",
+    "into the results file, so memory stays flat on millions of judgments (needs --out). See docs/cli.md.",
 )
 @strategy_run_options
 @human_options

@@ -7,7 +7,7 @@ results file, as soon as the task is ranked: ``{"strategy": label, "task_id": ..
 (rankings, scores, costs) and ``"judgments_file": "RESULTS.judgments.jsonl"``, and the run keeps no
 judgment in memory once written. Reading the file back puts every line into its task, so a streamed
 file reads back equal to the inline form. The sidecar's name is read from a file others may have
-written: it must be a plain file name in the results file's folder. See ``docs/results.md``.
+written: it must be a plain file name in the results file's folder. See ``docs/cli.md``.
 """
 
 from __future__ import annotations

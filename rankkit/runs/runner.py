@@ -99,18 +99,10 @@ def run(
     try:
         for results in map_tasks(tasks, rank_task, judge, cache, workers, stats):
             for strategy_run, (task_result, seconds) in zip(runs, results):
-                strategy_run.seconds += seconds
-                strategy_run.cost.add(task_result.cost)
-                strategy_run.tasks.append(
-                    task_result if stream is None else stream.write(strategy_run.name, task_result)
-                )
+                _add(strategy_run, task_result, seconds, stream)
     finally:
         bar.close()
-    by_id = {t.task_id: t for t in tasks}
-    for strategy_run in runs:
-        strategy_run.metrics = evaluate(
-            [(r.scores, r.ranking, by_id[r.task_id].human_scores()) for r in strategy_run.tasks]
-        )
+    _evaluate(runs, tasks)
     return RunResult(
         judge=judge,
         judge_spec=judge_spec,
@@ -124,6 +116,22 @@ def run(
         judgments_file=None if stream is None else stream.name,
         streamed_verdict_paths={} if stream is None else dict(stream.verdict_paths),
     )
+
+
+def _add(strategy_run: StrategyRun, task_result: TaskResult, seconds: float, stream: JudgmentStream | None) -> None:
+    """Count a finished task in its strategy's run; with a stream, its judgments are written and not kept."""
+    strategy_run.seconds += seconds
+    strategy_run.cost.add(task_result.cost)
+    strategy_run.tasks.append(task_result if stream is None else stream.write(strategy_run.name, task_result))
+
+
+def _evaluate(runs: Sequence[StrategyRun], tasks: Sequence[Task]) -> None:
+    """Set each strategy's metrics: its rankings against the human scores."""
+    by_id = {t.task_id: t for t in tasks}
+    for strategy_run in runs:
+        strategy_run.metrics = evaluate(
+            [(r.scores, r.ranking, by_id[r.task_id].human_scores()) for r in strategy_run.tasks]
+        )
 
 
 def check_priced(strategies: Sequence[Strategy], meter: Meter) -> None:
