@@ -119,7 +119,8 @@ def compare(
     stream_judgments:
         The results file the run will be written to (``result.to_dict()``): each task's judgments go,
         as it finishes, to the sidecar beside it (``RESULTS.judgments.jsonl``) and the result keeps
-        none of them; ``read_results`` reads them back. None: the result keeps them (inline).
+        none of them (``rejudge`` and the analyses need ``read_results(RESULTS)``, which reads them back).
+        None: the result keeps them (inline).
     """
     loaded = _tasks(tasks, criterion)
     built = [_as_strategy(s) for s in strategies]
@@ -185,6 +186,10 @@ def rejudge(
     if judge is None:
         raise SpecError("rejudge: give the judge to ask again (a spec string or a Judge)")
     run_result = results if isinstance(results, RunResult) else read_results(results)
+    if run_result.judgments_file is not None:  # a streamed run's own result kept no judgment to ask again
+        raise SpecError(
+            f"rejudge: the run streamed its judgments to {run_result.judgments_file}; pass its results file"
+        )
     with _judge(judge) as (judge_object, spec), _cache(cache) as cache_object:
         return rejudge_run(run_result, judge_object, cache_object, judge_spec=spec, progress=progress, workers=workers)
 

@@ -204,3 +204,17 @@ def test_a_killed_run_leaves_whole_lines_and_a_rerun_pays_only_what_is_missing(t
     assert len(read_results(out).strategies[0].tasks) == 400
     again = run_compare(data, out, cache)
     assert again.wait() == 0 and judge_calls(out) == 0
+
+
+def test_a_streamed_runs_own_result_is_not_rejudged_without_its_file(tmp_path):
+    from rankkit import api
+    from rankkit.data.specs import SpecError
+
+    data = write_tasks(tmp_path / "tasks.jsonl", 2, 4)
+    result = api.compare(str(data), ["bt"], JUDGE, stream_judgments=tmp_path / "run.json")
+    assert result.judgments_file == "run.judgments.jsonl"
+    assert all(not task.comparisons for task in result.strategies[0].tasks)
+    with pytest.raises(SpecError, match="pass its results file"):
+        api.rejudge(result, "sim:preset=chatgpt")
+    (tmp_path / "run.json").write_text(json.dumps(result.to_dict()), encoding="utf-8")
+    assert len(read_results(tmp_path / "run.json").strategies[0].tasks[0].comparisons) == 12
