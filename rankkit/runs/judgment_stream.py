@@ -22,7 +22,7 @@ from typing import IO, Any
 
 from rankkit.data.file_checks import MAX_FILE_BYTES, check_tree
 from rankkit.data.file_parsing import parse_json
-from rankkit.errors import TaskFormatError
+from rankkit.errors import RankkitError, TaskFormatError
 
 #: The keys of a task's result that go to the sidecar when judgments are streamed.
 JUDGMENT_KEYS = ("comparisons", "group_comparisons", "grades")
@@ -46,7 +46,10 @@ class JudgmentStream:
         self.name = sidecar_name(results)
         self.path = Path(results).with_name(self.name)
         # Not through a link: a sidecar name must not write elsewhere.
-        descriptor = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+        try:
+            descriptor = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+        except OSError as err:  # a link in the way, a folder, no permission: before any judgment is paid for
+            raise RankkitError(f"{self.path}: cannot write the judgments' sidecar: {err.strerror}") from None
         self._handle: IO[str] = open(descriptor, "w", encoding="utf-8")
         #: How many comparisons had their verdict read each way (generate mode), as the judge record counts them.
         self.verdict_paths: collections.Counter[str] = collections.Counter()

@@ -218,3 +218,13 @@ def test_a_streamed_runs_own_result_is_not_rejudged_without_its_file(tmp_path):
         api.rejudge(result, "sim:preset=chatgpt")
     (tmp_path / "run.json").write_text(json.dumps(result.to_dict()), encoding="utf-8")
     assert len(read_results(tmp_path / "run.json").strategies[0].tasks[0].comparisons) == 12
+
+
+def test_a_link_where_the_sidecar_goes_is_not_written_through(tmp_path):
+    data, target = write_tasks(tmp_path / "tasks.jsonl", 1, 3), tmp_path / "target.txt"
+    target.write_text("keep", encoding="utf-8")
+    (tmp_path / "run.judgments.jsonl").symlink_to(target)
+    done = invoke("compare", "--data", str(data), "--judge", JUDGE, "--no-cache", "--quiet", "--stream-judgments",
+                  "--out", str(tmp_path / "run.json"))  # fmt: skip
+    assert done.exit_code == 2 and "cannot write the judgments' sidecar" in done.output
+    assert target.read_text(encoding="utf-8") == "keep"
