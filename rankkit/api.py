@@ -89,6 +89,7 @@ def compare(
     data: str = "",
     max_judgments: int | float | None = None,
     shard: Shard | str | None = None,
+    stream_judgments: str | PathLike[str] | None = None,
 ) -> RunResult:
     """Run several strategies on the same tasks and the same judge, sharing its judgments.
 
@@ -123,6 +124,11 @@ def compare(
     shard:
         Rank only this worker's part of the tasks: a :class:`~rankkit.runs.shards.Shard` or ``"i/n"``
         (worker i of n, from 0); :func:`merge` combines the parts. None: every task.
+    stream_judgments:
+        The results file the run will be written to (``result.to_dict()``): each task's judgments go,
+        as it finishes, to the sidecar beside it (``RESULTS.judgments.jsonl``) and the result keeps
+        none of them (``rejudge`` and the analyses need ``read_results(RESULTS)``, which reads them back).
+        None: the result keeps them (inline).
     """
     loaded = _tasks(tasks, criterion)
     built = [_as_strategy(s) for s in strategies]
@@ -142,19 +148,21 @@ def compare(
         from rankkit.runs.runner import run
 
         label = data or (str(tasks) if isinstance(tasks, (str, PathLike)) else "")
-        return run(
-            loaded,
-            built,
-            judge_object,
-            cache_object,
-            seed=seed,
-            progress=progress,
-            judge_spec=spec,
-            data=label,
-            workers=workers,
-            expected=expected,
-            shard=part,
-        )
+        with _stream(stream_judgments) as stream:
+            return run(
+                loaded,
+                built,
+                judge_object,
+                cache_object,
+                seed=seed,
+                progress=progress,
+                judge_spec=spec,
+                data=label,
+                workers=workers,
+                expected=expected,
+                shard=part,
+                stream=stream,
+            )
 
 
 def merge(parts: Sequence[RunResult | str | PathLike[str]]) -> RunResult:
@@ -206,6 +214,10 @@ def rejudge(
     if judge is None:
         raise SpecError("rejudge: give the judge to ask again (a spec string or a Judge)")
     run_result = results if isinstance(results, RunResult) else read_results(results)
+    if run_result.judgments_file is not None:  # a streamed run's own result kept no judgment to ask again
+        raise SpecError(
+            f"rejudge: the run streamed its judgments to {run_result.judgments_file}; pass its results file"
+        )
     with _judge(judge) as (judge_object, spec), _cache(cache) as cache_object:
         return rejudge_run(run_result, judge_object, cache_object, judge_spec=spec, progress=progress, workers=workers)
 
@@ -278,3 +290,18 @@ def _cache(cache: Any) -> Iterator[JudgmentCache | NullCache]:
             yield opened
     else:
         raise SpecError(f"cache must be a path or a JudgmentCache, got {type(cache).__name__}")
+
+
+@contextlib.contextmanager
+def _stream(results: str | PathLike[str] | None) -> Iterator[Any]:
+    """The judgments' sidecar beside ``results`` (None: no stream), closed afterwards."""
+    if results is None:
+        yield None
+        return
+    from rankkit.runs.judgment_stream import JudgmentStream
+
+    stream = JudgmentStream(results)
+    try:
+        yield stream
+    finally:
+        stream.close()

@@ -78,10 +78,16 @@ for command in (
 
 
 def run_strategies(
-    data: DataOptions, judge_options: JudgeOptions, strategies: list[Any], budget: Budget, shard: Any = None
+    data: DataOptions,
+    judge_options: JudgeOptions,
+    strategies: list[Any],
+    budget: Budget,
+    shard: Any = None,
+    stream_judgments: str | None = None,
 ) -> tuple[Any, RunInputs]:
-    """Run ``strategies`` on the data with the judge, after the size check: the run's result and its
-    inputs (``shard``: only that part of the tasks)."""
+    """Run ``strategies`` on the data with the judge, after the size check: the run's result and its inputs
+    (``shard``: only that part of the tasks; ``stream_judgments``: the results file whose sidecar takes
+    the judgments as tasks finish)."""
     from rankkit.api import compare as compare_strategies
 
     with judging(data, judge_options) as inputs:
@@ -97,6 +103,7 @@ def run_strategies(
             data=str(inputs.path),
             max_judgments=most,
             shard=shard,
+            stream_judgments=stream_judgments,
         )
     return result, inputs
 
@@ -175,6 +182,12 @@ def print_compare(
     "table (for people, fitted to the terminal), wide (the table with every column), "
     "json (the results without task texts), csv or markdown (the table).",
 )
+@click.option(
+    "--stream-judgments",
+    is_flag=True,
+    help="Write each task's judgments, as it finishes, to OUT's sidecar (RESULTS.judgments.jsonl) instead of "
+    "into the results file, so memory stays flat on millions of judgments (needs --out). See docs/cli.md.",
+)
 @strategy_run_options
 @shard_option
 @human_options
@@ -185,6 +198,7 @@ def compare(
     strategy_specs,
     out,
     output_format,
+    stream_judgments: bool,
     controls: RunControls,
     shard,
     human_options: HumanOptions,
@@ -196,12 +210,16 @@ def compare(
     strategies = [make_strategy(s) for s in split_list(strategy_specs)]
     if not strategies:
         fail("no strategies given")
+    if stream_judgments and not out:
+        fail("--stream-judgments writes the judgments beside the results file: give --out FILE")
     if controls.dry_run:
         print_dry_run(data, judge_options, strategies, output_format, shard)
         return
     prepare_output(out)
     votes = read_human(human_options)
-    result, inputs = run_strategies(data, judge_options, strategies, controls.budget, shard)
+    result, inputs = run_strategies(
+        data, judge_options, strategies, controls.budget, shard, out if stream_judgments else None
+    )
     result.config = compare_config(data, judge_options, inputs, strategies)
     human, agreements = compare_block(result, votes, human_options)
     print_compare(result, inputs, judge_options.seed, out, output_format, human)
@@ -305,15 +323,14 @@ def list_judges() -> None:
 @guarded
 def record(data: DataOptions, judge_options: JudgeOptions, out, label, method_label, from_run, shard) -> None:
     """Judge every ordered pair of every task once and save it for `--judge replay:FILE`."""
-    from rankkit.data.file_checks import read_json_file
     from rankkit.runs.recording import record_grid, rows_from_results, write_judgments
-    from rankkit.runs.results import RunResult
+    from rankkit.runs.results import read_results
 
     if from_run and shard is not None:
         fail("--shard splits the tasks to judge; --from-run judges nothing (export the merged results instead)")
     prepare_output(out)
     if from_run:
-        run = RunResult.from_dict(read_json_file(from_run), where=from_run)
+        run = read_results(from_run)
         rows = rows_from_results(run, label, method_label)
         count = write_judgments(rows, out)
         say(f"{count} recorded comparisons from {from_run} written to {out}", err=True)

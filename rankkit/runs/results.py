@@ -22,6 +22,7 @@ from rankkit.data.tasks import Task
 from rankkit.errors import TaskFormatError
 from rankkit.judges.base import Judge
 from rankkit.judgments.values import Grade
+from rankkit.runs.judgment_stream import JUDGMENT_KEYS, inline_judgments
 from rankkit.runs.recorded_run import JudgeRecord, RecordedStrategy, judge_from_record, strategy_from_record
 from rankkit.runs.result_records import (
     comparison_from_dict,
@@ -230,6 +231,11 @@ class RunResult:
     warm_up_seconds: float = 0.0
     #: Which part of a sharded run this is (``rankkit compare --shard``; None: the whole run).
     shard: ShardPart | None = None
+    #: The sidecar's file name when the judgments were streamed (:mod:`rankkit.runs.judgment_stream`): the
+    #: tasks' results then hold no judgments, and the results JSON names the sidecar. None: inline.
+    judgments_file: str | None = None
+    #: With streamed judgments, ``verdict_paths`` as the stream counted them (the comparisons are not kept).
+    streamed_verdict_paths: dict[str, int] = field(default_factory=dict)
 
     @functools.cached_property
     def graphs(self) -> dict[str, MatchGraph]:
@@ -265,7 +271,8 @@ class RunResult:
                 record["latent"] = self.judge.recorded_latent
         elif self.judge.simulated and self.judge.capabilities.latent:
             record["latent"] = {task.task_id: self.judge.latent(task) for task in self.tasks}
-        paths = collections.Counter(
+        paths = collections.Counter(self.streamed_verdict_paths)
+        paths.update(
             c.verdict.extras["verdict_path"]
             for s in self.strategies
             for t in s.tasks
@@ -296,17 +303,28 @@ class RunResult:
             "data": self.data,
             "seed": self.seed,
             "criterion": self.criterion,
-            "strategies": [s.to_dict() for s in self.strategies],
+            "strategies": [self._strategy_record(s) for s in self.strategies],
             "task_data": [task_record(t) for t in self.tasks],
             "suspicious": suspicious_record(self.suspicious),
             "wall_seconds": round(self.wall_seconds, 4),
             "warm_up_seconds": round(self.warm_up_seconds, 4),
         }
+        if self.judgments_file is not None:
+            payload["judgments_file"] = self.judgments_file
         if self.config is not None:
             payload["config"] = self.config
         if self.shard is not None:
             payload["shard"] = self.shard.to_dict()
         return plain(payload)
+
+    def _strategy_record(self, strategy_run: StrategyRun) -> dict[str, Any]:
+        """A strategy's record; with streamed judgments its tasks carry none (they are in the sidecar)."""
+        record = strategy_run.to_dict()
+        if self.judgments_file is not None:
+            for task in record["tasks"]:
+                for key in JUDGMENT_KEYS:
+                    task.pop(key, None)
+        return record
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], where: str = "results") -> RunResult:
@@ -430,10 +448,11 @@ def scalar_extras_reported(strategy_run: StrategyRun) -> list[str]:
 
 
 def read_results(path: str | PathLike[str]) -> RunResult:
-    """Read a results file written by ``rankkit compare --out``.
+    """Read a results file written by ``rankkit compare --out``, its judgments inline or in a sidecar
+    (``--stream-judgments``: read back into their tasks, so both forms read back equal).
 
     Returns the run; FileNotFoundError when there is no file, :class:`TaskFormatError` naming the
-    file and the field when it is not a results file.
+    file and the field when it is not a results file or its sidecar is not a plain file beside it.
     """
     path = Path(path)
     if not path.exists():
@@ -441,6 +460,8 @@ def read_results(path: str | PathLike[str]) -> RunResult:
     data = read_json_file(path)
     if not isinstance(data, dict):
         raise TaskFormatError(path, None, None, "expected a JSON object (the output of rankkit compare --out)")
+    if "judgments_file" in data:
+        inline_judgments(data, path)
     return RunResult.from_dict(data, where=str(path))
 
 

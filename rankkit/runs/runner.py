@@ -30,6 +30,7 @@ from rankkit.judgments.dispatch import Dispatcher
 from rankkit.judgments.memo import JudgmentMemo
 from rankkit.judgments.spend import Meter
 from rankkit.judgments.values import ParseStatus
+from rankkit.runs.judgment_stream import JudgmentStream
 from rankkit.runs.plan.usd import judge_meter
 from rankkit.runs.results import RunResult, StrategyRun, TaskResult
 from rankkit.runs.shards import Shard, ShardPart, run_fingerprint
@@ -53,6 +54,7 @@ def run(
     workers: int | None = None,
     expected: tuple[int, str] | None = None,
     shard: Shard | None = None,
+    stream: JudgmentStream | None = None,
 ) -> RunResult:
     """Rank every task with every strategy.
 
@@ -80,6 +82,9 @@ def run(
     shard:
         Rank only this shard's part of ``tasks`` (:class:`~rankkit.runs.shards.Shard`); the result
         records which part it is, for :func:`rankkit.runs.merge.merge_parts`. None: every task.
+    stream:
+        Where each task's judgments go as it finishes; the result then keeps none of them (its
+        memory is the summaries', whatever the number of judgments). None: kept in the result.
     """
     check_compatible(strategies, judge)  # before any judgment is paid for
     check_priced(strategies, judge_meter(judge))  # a usd budget needs a price: refused before any judgment
@@ -101,9 +106,7 @@ def run(
     try:
         for results in map_tasks(tasks, rank_task, judge, cache, workers, stats):
             for strategy_run, (task_result, seconds) in zip(runs, results):
-                strategy_run.seconds += seconds
-                strategy_run.cost.add(task_result.cost)
-                strategy_run.tasks.append(task_result)
+                _add(strategy_run, task_result, seconds, stream)
     finally:
         bar.close()
     add_metrics(runs, tasks)
@@ -118,7 +121,16 @@ def run(
         wall_seconds=time.perf_counter() - started,
         warm_up_seconds=warm_up_seconds,
         shard=part,
+        judgments_file=None if stream is None else stream.name,
+        streamed_verdict_paths={} if stream is None else dict(stream.verdict_paths),
     )
+
+
+def _add(strategy_run: StrategyRun, task_result: TaskResult, seconds: float, stream: JudgmentStream | None) -> None:
+    """Count a finished task in its strategy's run; with a stream, its judgments are written and not kept."""
+    strategy_run.seconds += seconds
+    strategy_run.cost.add(task_result.cost)
+    strategy_run.tasks.append(task_result if stream is None else stream.write(strategy_run.name, task_result))
 
 
 def part_of(tasks: Sequence[Task], strategies: Sequence[Strategy], judge: Judge, seed: int, shard: Shard) -> ShardPart:
