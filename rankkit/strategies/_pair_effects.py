@@ -26,8 +26,9 @@ if TYPE_CHECKING:  # numpy loads when a task is ranked, not on import
 #: (0: some judges have none; 2: a pair preference as large as a strong judge's whole noise).
 PAIR_SDS = (0.0, 1.0, 2.0)
 
-#: The pairwise stopping rules (``stopping=``): the pair effect's sds each averages over. ``pair_effects``: the judgments of one pair share an effect (the default);
-#: ``bt``: every distinct judgment an independent Bradley–Terry vote (0.3's rule).
+#: The pairwise stopping rules (``stopping=``): the pair effect's sds each averages over. ``pair_effects``: the
+#: judgments of one pair share an effect (with ``pair_sd=`` the judge's own sd instead of these);
+#: ``bt``: every distinct judgment an independent Bradley–Terry vote (the default).
 STOPPING_RULES: dict[str, tuple[float, ...]] = {"pair_effects": PAIR_SDS, "bt": (0.0,)}
 
 #: Gauss–Hermite nodes per table entry: with s up to 4 the integrand's sigmoids need many (8 erred by up

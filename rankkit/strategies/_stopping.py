@@ -356,7 +356,7 @@ def is_target_settled(
     confidence: float,
     seed: int,
     evidence: Evidence | None = None,
-    stopping: str = "pair_effects",
+    stopping: str = "bt",
     pair_sd: float | None = None,
 ) -> bool:
     """Whether the answer by posterior mean is the true one with probability ``confidence``.

@@ -92,8 +92,9 @@ class Active(Strategy):
     confidence
         The posterior probability the target must reach (strictly between 0 and 1).
     stopping
-        The posterior the target is judged by: ``pair_effects`` (a pair's judgments share a
-        persistent effect) or ``bt`` (each distinct judgment an independent vote; 0.3's rule).
+        The posterior the target is judged by: ``bt`` (each distinct judgment an independent vote;
+        the default) or ``pair_effects`` (a pair's judgments share a persistent effect: with the
+        judge's ``pair_sd`` the rule that stays calibrated on judges with preferences of their own).
     pair_sd
         The judge's pair-effect sd in logit units, when known (``stopping=pair_effects`` only; e.g.
         ``rankkit analyze --pair-effects`` on a pilot run): the rule then assumes it instead of
@@ -113,7 +114,7 @@ class Active(Strategy):
     aggregate: str = "bt"
     until: str | None = None
     confidence: float = 0.95
-    stopping: str = "pair_effects"
+    stopping: str = "bt"
     budget_unit: str = "judgments"
     pair_sd: float | None = None
 

@@ -118,8 +118,9 @@ class Swiss(Strategy):
     prior_sd
         The prior sd of the log-strengths (only with ``until``).
     stopping
-        The posterior the target is judged by: ``pair_effects`` (a pair's judgments share a
-        persistent effect) or ``bt`` (each distinct judgment an independent vote; 0.3's rule).
+        The posterior the target is judged by: ``bt`` (each distinct judgment an independent vote;
+        the default) or ``pair_effects`` (a pair's judgments share a persistent effect: with the
+        judge's ``pair_sd`` the rule that stays calibrated on judges with preferences of their own).
     pair_sd
         The judge's pair-effect sd in logit units, when known (``stopping=pair_effects`` only; e.g.
         ``rankkit analyze --pair-effects`` on a pilot run): the rule then assumes it instead of
@@ -137,7 +138,7 @@ class Swiss(Strategy):
     until: str | None = None
     confidence: float = 0.95
     prior_sd: float = 2.0
-    stopping: str = "pair_effects"
+    stopping: str = "bt"
     budget_unit: str = "judgments"
     pair_sd: float | None = None
 

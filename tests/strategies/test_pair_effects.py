@@ -106,9 +106,9 @@ def test_both_orders_of_a_pair_are_not_counted_as_two_independent_votes():
 
 
 @pytest.mark.parametrize("strategy", ["active", "swiss"])
-def test_a_persistent_pair_preference_that_inverts_the_winner_stops_only_todays_rule(strategy):
+def test_a_persistent_pair_preference_that_inverts_the_winner_stops_only_the_independent_vote_rule(strategy):
     """Four answers, the best two 0.2 apart; the judge's pair effect makes the second beat the best
-    in both orders (seed 3). Today's rule settles on the wrong winner; the default does not stop."""
+    in both orders (seed 3). ``stopping=bt`` settles on the wrong winner; ``pair_effects`` does not stop."""
     task = make_task([0.0, 1.0, 2.0, 2.2], scale=(-10, 10))
     judge = LatentJudge(**PAIR_ONLY, seed=3)
     latent = judge.latent(task)
@@ -123,9 +123,9 @@ def test_a_persistent_pair_preference_that_inverts_the_winner_stops_only_todays_
     assert outcomes["pair_effects"][0] != "target"
 
 
-def test_over_many_pair_effect_judges_todays_rule_is_overconfident_and_the_default_is_not():
-    """Seeds 0..19 of the judge above: today's rule stops on every task and is wrong on several;
-    the default makes no wrong stop."""
+def test_over_many_pair_effect_judges_the_independent_vote_rule_is_overconfident_and_pair_effects_is_not():
+    """Seeds 0..19 of the judge above: ``stopping=bt`` stops on every task and is wrong on several;
+    ``pair_effects``, averaged or with the judge's ``pair_sd``, makes no wrong stop."""
     task = make_task([0.0, 1.0, 2.0, 2.2], scale=(-10, 10))
     wrong = {"bt": 0, "pair_effects": 0, "pair_effects,pair_sd=2": 0}
     for seed in range(20):
@@ -167,8 +167,8 @@ def test_weighted_choices_widen_the_posterior_and_unit_weights_change_nothing():
     assert float(gap @ halves[1] @ gap) == pytest.approx(2 * float(gap @ plain[1] @ gap), rel=0.02)
 
 
-def test_setwise_groups_pair_effects_rule_stops_less_than_todays_rule():
-    """Six answers, groups of 3 narrowed to the contenders: today's rule settles on most of 10 judge
+def test_setwise_groups_pair_effects_rule_stops_less_than_the_independent_vote_rule():
+    """Six answers, groups of 3 narrowed to the contenders: ``stopping=bt`` settles on most of 10 judge
     seeds; with pair effects the contenders' repeated meetings count less and it settles on fewer."""
     task = make_task([0.0, 1.0, 2.0, 2.2, 0.5, 1.5], scale=(-10, 10))
     stops = {"bt": 0, "pair_effects": 0}
@@ -223,9 +223,9 @@ def test_a_known_pair_sd_replaces_the_rules_average():
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ("active:until=top1,pair_sd=-0.5", "pair_sd must be between 0 and 10"),
-        ("swiss:until=top1,pair_sd=11", "pair_sd must be between 0 and 10"),
-        ("active:until=top1,stopping=bt,pair_sd=1", "pair_sd needs stopping=pair_effects"),
+        ("active:until=top1,stopping=pair_effects,pair_sd=-0.5", "pair_sd must be between 0 and 10"),
+        ("swiss:until=top1,stopping=pair_effects,pair_sd=11", "pair_sd must be between 0 and 10"),
+        ("active:until=top1,pair_sd=1", "pair_sd needs stopping=pair_effects"),
         ("setwise_groups:until=top1,pair_sd=1", "pair_sd needs stopping=pair_effects"),
     ],
 )
