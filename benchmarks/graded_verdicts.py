@@ -61,6 +61,17 @@ from rankkit.stats.ratings import bradley_terry
 
 RESULT = Path(__file__).parent / "results" / "graded_verdicts.md"
 ALPHA = 0.01
+#: What the table can and cannot show, written above it.
+WHY = """Why the two fits rank alike: Davidson's log-likelihood depends on θ_i only through
+`wins_i + ties_i / 2`, the score Bradley–Terry with half wins fits, so on a balanced design both
+rankings are the order of that score, and they can differ only where the schedule is unbalanced
+(`neighbour`) or in their intervals. `half` intervals from the Fisher information treat a tie as a
+game of variance p(1 − p); under either tie model a tie lowers a game's variance, so they come out
+wider. The leaderboard's intervals are the bootstrap over matches (both fits), which adapts to
+either. `half+strong3` counts a strong verdict as three wins (arena-hard-auto); its Fisher
+intervals count the copies as independent games. Coverage of 95% rank intervals is coarse (ranks
+are integers; the percentile interval of a rank is conservative), so widths say more than coverage."""
+
 #: Tie share between two equal systems, per setting.
 TIE_SHARES = (0.1, 0.3, 0.5)
 MODELS = ("davidson", "threshold")
@@ -320,6 +331,8 @@ def main() -> None:
         "estimand are in the script's docstring. 95% rank intervals; coverage is the share of systems whose "
         f"true rank lies in its interval, ± the Monte-Carlo standard error over the {args.seeds * args.datasets} "
         "data sets of a cell.",
+        "",
+        WHY,
         "",
         *planted_table(args),
         "",
