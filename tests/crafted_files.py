@@ -122,6 +122,8 @@ BOARD_CASES: list[tuple[str, str, Change]] = [
     ("anchored board without its anchor", "anchor", _set(["method"], "anchored")),
     ("anchor check not an object", "anchor_ceiling", _set(["anchor_ceiling"], "x")),
     ("integer match task", "matches[0].task", _set(["matches", 0, "task"], 5)),
+    ("string match level", "matches[0].level", _set(["matches", 0, "level"], "A>>B")),
+    ("match level out of range", "matches[0].level", _set(["matches", 0, "level"], 3)),
     ("style not an object", "style", _set(["style"], "x")),
     ("5001-digit seed", "", _set_raw(["seed"], HUGE_INT)),
     ("100k nested lists", "", _set_raw(["style"], DEEP)),

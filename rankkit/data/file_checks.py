@@ -276,6 +276,10 @@ def check_board_payload(data: Any, where: str) -> None:
         check_number(match.get("outcome"), where, f"{at}.outcome", 0.0, 1.0)
         if match.get("task") is not None:
             expect_text(match["task"], where, f"{at}.task", 1000)
+        if match.get("level") is not None and expect(match["level"], int, where, f"{at}.level", "a level") not in range(
+            -2, 3
+        ):
+            raise TaskFormatError(where, None, f"{at}.level", f"expected a level from -2 to 2, got {match['level']}")
     if data.get("anchor") is not None:
         check_known(check_system_name(data["anchor"], where, "anchor"), known, where, "anchor", "system")
     elif data["method"] == "anchored":

@@ -157,6 +157,7 @@ def add_system(
         data=data or board.data,
         placement=placement,
         match_tasks=match_tasks if len(match_tasks) == len(matches) else [],
+        match_levels=[*board.levels_of_matches(), *games.levels],
         control=control,
         style=style,
         anchor_ceiling=_anchor_ceiling(board, matches, tasks),
@@ -187,9 +188,10 @@ class NewcomerGames:
 
     def __init__(self, memo: JudgmentMemo, strategy: str, system: str, order: str, rng: random.Random):
         self.memo, self.strategy, self.system, self.order, self.rng = memo, strategy, system, order, rng
-        #: The results played so far, and the task of each.
+        #: The results played so far, and the task and verdict level of each.
         self.outcomes: list[Outcome] = []
         self.task_ids: list[str] = []
+        self.levels: list[int | None] = []
         self._sources: dict[str, MatchSource] = {}
 
     def play(self, task: Task, opponent: str) -> list[Outcome]:
@@ -199,8 +201,10 @@ class NewcomerGames:
         """
         if task.task_id not in self._sources:
             self._sources[task.task_id] = MatchSource(task, self.memo, strategy=self.strategy)
-        played = play_against(task, self._sources[task.task_id], self.rng, opponent, [self.system], self.order)
+        records = play_against(task, self._sources[task.task_id], self.rng, opponent, [self.system], self.order)
+        played = [outcome for outcome, _ in records]
         self.outcomes.extend(played)
+        self.levels.extend(level for _, level in records)
         self.task_ids.extend([task.task_id] * len(played))
         return played
 

@@ -144,6 +144,9 @@ class Leaderboard:
         For a leaderboard made by :func:`add_system`, how the newcomer was placed.
     match_tasks
         The task of each match, parallel to ``matches`` (empty for old boards).
+    match_levels
+        The verdict level of each match from a's side (2 A>>B … -2 B>>A; None: a binary judge, or a
+        match averaging several verdicts), parallel to ``matches`` (empty when unknown: old boards).
     control
         The style control the ratings were fitted with (``length``, ``format``; empty: none).
     style
@@ -167,6 +170,7 @@ class Leaderboard:
     data: str = ""
     placement: dict[str, Any] | None = None
     match_tasks: list[str] = field(default_factory=list)
+    match_levels: list[int | None] = field(default_factory=list)
     control: tuple[str, ...] = ()
     style: dict[str, Any] | None = None
     anchor_ceiling: AnchorCeiling | None = None
@@ -190,7 +194,8 @@ class Leaderboard:
         raise KeyError(f"system {name!r} is not on the leaderboard")
 
     def to_dict(self) -> dict[str, Any]:
-        """The leaderboard as the ``--out`` JSON; matches as ``{"a", "b", "outcome"}`` (+ ``"task"`` if recorded)."""
+        """The leaderboard as the ``--out`` JSON; matches as ``{"a", "b", "outcome", "level"}`` (+ ``"task"`` if
+        recorded; ``level`` null where binary or unknown)."""
         return plain(
             {
                 "method": self.method,
@@ -210,8 +215,10 @@ class Leaderboard:
                 "anchor_ceiling": None if self.anchor_ceiling is None else self.anchor_ceiling.to_dict(),
                 **self._weighting_entry(),
                 "matches": [
-                    {"a": a, "b": b, "outcome": outcome, **({"task": task} if task is not None else {})}
-                    for (a, b, outcome), task in zip(self.matches, self._tasks_or_none())
+                    {"a": a, "b": b, "outcome": outcome, "level": level, **({"task": task} if task is not None else {})}
+                    for (a, b, outcome), task, level in zip(
+                        self.matches, self._tasks_or_none(), self.levels_of_matches()
+                    )
                 ],
             }
         )
@@ -223,9 +230,14 @@ class Leaderboard:
     def _tasks_or_none(self) -> list[str | None]:
         return list(self.match_tasks) if len(self.match_tasks) == len(self.matches) else [None] * len(self.matches)
 
+    def levels_of_matches(self) -> list[int | None]:
+        """:attr:`match_levels`, or None for every match when they are unknown (an old board)."""
+        return list(self.match_levels) if len(self.match_levels) == len(self.matches) else [None] * len(self.matches)
+
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Leaderboard:
-        """Read :meth:`to_dict` back (also older boards; ``match_tasks`` empty when any match lacks its task)."""
+        """Read :meth:`to_dict` back (also older boards: ``match_tasks`` empty when any match lacks its task,
+        every level None when the matches carry none)."""
         cost = Cost(**{k: int(v) for k, v in (data.get("cost") or {}).items() if k in Cost.__dataclass_fields__})
         return cls(
             method=data["method"],
@@ -240,6 +252,7 @@ class Leaderboard:
             data=data.get("data", ""),
             placement=data.get("placement"),
             match_tasks=_match_tasks(data.get("matches") or []),
+            match_levels=[None if m.get("level") is None else int(m["level"]) for m in data.get("matches") or []],
             control=tuple(data.get("control") or ()),
             style=data.get("style"),
             anchor_ceiling=AnchorCeiling.from_dict(data["anchor_ceiling"]) if data.get("anchor_ceiling") else None,

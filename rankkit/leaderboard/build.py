@@ -71,7 +71,7 @@ def arena(
     control = parse_control(control)
     if control and weighting.ties == "davidson":
         raise LeaderboardError("ties=davidson does not combine with a style control (it fits plain strengths)")
-    outcomes, cost, task_ids = play_all(used, play, judge, cache, progress, "arena")
+    outcomes, cost, task_ids, levels = play_all(used, play, judge, cache, progress, "arena")
     if weighting.ties == "davidson":
         rows, style = rate_davidson(outcomes, names, resamples, seed), None
     else:
@@ -87,6 +87,7 @@ def arena(
         judge=judge_info(judge, judge_spec),
         data=data,
         match_tasks=task_ids,
+        match_levels=levels,
         control=control,
         style=style,
         weighting=weighting.stored(),
@@ -157,7 +158,7 @@ def anchored(
             "the anchored leaderboard takes control=length only (the length-controlled win "
             "rate); use the arena leaderboard for format control"
         )
-    outcomes, cost, task_ids = play_all(used, play, judge, cache, progress, "anchored")
+    outcomes, cost, task_ids, levels = play_all(used, play, judge, cache, progress, "anchored")
     rows, style = _rate(used, outcomes, task_ids, names, control, "win_rate", anchor, resamples, seed)
     ceiling = anchor_ceiling(outcomes, anchor, mean_lengths(used))
     return Leaderboard(
@@ -172,6 +173,7 @@ def anchored(
         judge=judge_info(judge, judge_spec),
         data=data,
         match_tasks=task_ids,
+        match_levels=levels,
         control=control,
         style=style,
         anchor_ceiling=ceiling,

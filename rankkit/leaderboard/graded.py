@@ -57,6 +57,10 @@ class VerdictWeighting:
         return None if self == VerdictWeighting() else self.to_dict()
 
 
+#: A match record: its outcome ``(a, b, a's points)`` and the verdict level it rests on, from a's side
+#: (None: a binary judge, or several verdicts averaged into one outcome).
+LevelledOutcome = tuple[Outcome, int | None]
+
 #: Binary counting: every match its one outcome, fitted by Bradley–Terry (the default of every leaderboard).
 AS_BINARY = VerdictWeighting()
 
@@ -71,15 +75,29 @@ def match_outcomes(
     ``strong_weight`` times; a match any of whose read comparisons has no level (a binary judge)
     keeps its one outcome.
     """
-    plain = [(a, b, match.outcome)]
+    return [outcome for outcome, _ in match_records(match, a, b, weighting, lengths)]
+
+
+def match_records(
+    match: Match, a: str, b: str, weighting: VerdictWeighting, lengths: Mapping[str, int]
+) -> list[LevelledOutcome]:
+    """:func:`match_outcomes`, each with the level it rests on, from ``a``'s (``match.a``'s) side.
+
+    The level is None for a binary judge, and for a match whose one outcome averages several
+    verdicts (both orders shown, no reweighting): a leaderboard keeps it per match record.
+    """
     read = [c for c in match.comparisons if decided(c)]
-    if not weighting.reweights or not read or any(c.verdict.level is None for c in read):
-        return plain
-    outcomes = []
-    for comparison in read:
-        level = comparison.verdict.level if comparison.first == match.a else -comparison.verdict.level
+    levels = [c.verdict.level if c.first == match.a else _negated(c.verdict.level) for c in read]
+    if not weighting.reweights or not read or any(level is None for level in levels):
+        return [((a, b, match.outcome), levels[0] if len(levels) == 1 else None)]
+    records = []
+    for level in levels:
         if weighting.length_margin is not None:
             level = length_penalised_level(level, lengths[match.a], lengths[match.b], weighting.length_margin)
         count = weighting.strong_weight if abs(level) == 2 else 1
-        outcomes += [(a, b, level_outcome(level))] * count
-    return outcomes
+        records += [((a, b, level_outcome(level)), level)] * count
+    return records
+
+
+def _negated(level: int | None) -> int | None:
+    return None if level is None else -level

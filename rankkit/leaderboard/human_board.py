@@ -160,11 +160,17 @@ def judge_voted_pairs(
         return play_pairs(task, source, rng, missing[str(task.task_id)], order, weighting)
 
     used = [task for task in tasks if str(task.task_id) in missing]
-    outcomes, cost, task_ids = play_all(used, play, judge, cache, progress, "human votes")
+    outcomes, cost, task_ids, levels = play_all(used, play, judge, cache, progress, "human votes")
     total = Cost()
     total.add(board.cost)
     total.add(cost)
-    return replace(board, matches=[*board.matches, *outcomes], match_tasks=[*board.match_tasks, *task_ids], cost=total)
+    return replace(
+        board,
+        matches=[*board.matches, *outcomes],
+        match_tasks=[*board.match_tasks, *task_ids],
+        match_levels=[*board.levels_of_matches(), *levels],
+        cost=total,
+    )
 
 
 def human_leaderboard(

@@ -269,18 +269,16 @@ def writer_fingerprint(writer: Writer, decoding: Decoding) -> str:
     return json.dumps(identity, sort_keys=True, ensure_ascii=False, default=str)
 
 
-def _cached_text(cache: Any, fingerprint: str, conversation: Chat) -> str | None:
-    """The answer the cache holds for ``conversation`` (None: none); a row that is not one is refused."""
-    from rankkit.judgments.cache import bad_row, judgment_key
-
-    payload = cache.get(fingerprint, GENERATION_KIND, conversation)
-    if payload is None:
-        return None
+def _decoded_answer(payload: dict[str, Any]) -> Generation:
+    """A cached answer row as a :class:`Generation`; ValueError for a row that is not one (the memo names it)."""
     if not isinstance(payload.get("text"), str):
-        raise bad_row(
-            getattr(cache, "path", None), judgment_key(fingerprint, GENERATION_KIND, conversation), "not an answer"
-        )
-    return payload["text"]
+        raise ValueError("not an answer")
+    usage = payload.get("usage")
+    return Generation(text=payload["text"], usage=dict(usage) if isinstance(usage, dict) else {})
+
+
+def _encoded_answer(generation: Generation) -> dict[str, Any]:
+    return {"text": generation.text, "usage": generation.usage}
 
 
 def answer_all(
@@ -291,26 +289,35 @@ def answer_all(
     bill: GenerationBill,
     advance: Callable[[int], None],
 ) -> list[str]:
-    """The writer's answer to each conversation: cached, else generated (one runtime call) and cached at once."""
+    """The writer's answer to each conversation: cached, else generated (one runtime call) and cached at once.
+
+    Through :meth:`~rankkit.judgments.memo.JudgmentMemo.fetch`, so each answer is leased in the cache
+    as a judgment is: a second process generating the same answers waits for this one's instead of
+    paying for them again (``docs/cache.md``, "Leases"). Answers another process paid for count as cached.
+    """
+    from rankkit.judgments.memo import JudgmentMemo, Origin
+
+    def ask(indices: list[int]) -> Iterator[tuple[int, Generation]]:
+        replies = writer.runtime.generate(
+            [conversations[at] for at in indices],
+            max_new_tokens=decoding.max_new_tokens,
+            temperature=decoding.temperature,
+            seed=decoding.seed,
+        )
+        for position, generation in replies:
+            bill.charge(generation.usage)
+            advance(1)
+            yield position, generation
+
+    # flush_seconds=0: each answer is committed as it arrives, so a killed run keeps what it paid for
+    memo = JudgmentMemo(None, cache, flush_seconds=0.0)
     fingerprint = writer_fingerprint(writer, decoding)
-    answers: list[str | None] = [_cached_text(cache, fingerprint, c) for c in conversations]
-    bill.cached += sum(answer is not None for answer in answers)
-    advance(sum(answer is not None for answer in answers))
-    missing = [at for at, answer in enumerate(answers) if answer is None]
-    replies: Iterator[tuple[int, Generation]] = writer.runtime.generate(
-        [conversations[at] for at in missing],
-        max_new_tokens=decoding.max_new_tokens,
-        temperature=decoding.temperature,
-        seed=decoding.seed,
-    )
-    for index, generation in replies:
-        at = missing[index]
-        answers[at] = generation.text
-        cache.put(fingerprint, GENERATION_KIND, conversations[at], {"text": generation.text, "usage": generation.usage})
-        cache.flush()  # what was paid for is kept even if the run is killed now
-        bill.charge(generation.usage)
-        advance(1)
-    return [answer or "" for answer in answers]
+    answers = memo.fetch(fingerprint, GENERATION_KIND, conversations, ask, _decoded_answer, _encoded_answer)
+    memo.flush()
+    reused = sum(origin is not Origin.JUDGE for _, origin in answers)
+    bill.cached += reused
+    advance(reused)
+    return [generation.text for generation, _ in answers]
 
 
 def writer_transcripts(

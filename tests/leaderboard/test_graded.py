@@ -8,7 +8,7 @@ from rankkit.judges import make_judge
 from rankkit.judgments.values import ParseStatus, Verdict, Winner
 from rankkit.leaderboard.board import Leaderboard, LeaderboardError
 from rankkit.leaderboard.build import anchored, arena, build
-from rankkit.leaderboard.graded import VerdictWeighting, match_outcomes
+from rankkit.leaderboard.graded import VerdictWeighting, match_outcomes, match_records
 from rankkit.strategies.matches import Comparison, Match
 
 LENGTHS = {"x": 100, "y": 2000}
@@ -36,6 +36,17 @@ def test_a_strong_verdict_counts_strong_weight_times_and_ties_once():
     # order=both: the second comparison shows y first, so its level is from y's side
     assert match_outcomes(_match(2, 0), "X", "Y", weighting, LENGTHS) == [("X", "Y", 1.0)] * 3 + [("X", "Y", 0.5)]
     assert match_outcomes(_match(2, 2), "X", "Y", weighting, LENGTHS) == [("X", "Y", 1.0)] * 3 + [("X", "Y", 0.0)] * 3
+
+
+def test_match_records_carry_the_level_from_the_first_systems_side():
+    assert match_records(_match(2), "X", "Y", VerdictWeighting(), LENGTHS) == [(("X", "Y", 1.0), 2)]
+    # "x" shown second: its level is the negated verdict level
+    assert match_records(_match(-1, first="y"), "X", "Y", VerdictWeighting(), LENGTHS)[0][1] == 1
+    # two verdicts averaged into one outcome: no single level
+    assert match_records(_match(2, -1), "X", "Y", VerdictWeighting(), LENGTHS)[0][1] is None
+    assert match_records(_match(None), "X", "Y", VerdictWeighting(), LENGTHS)[0][1] is None
+    weighted = match_records(_match(2, 0), "X", "Y", VerdictWeighting(strong_weight=3), LENGTHS)
+    assert [level for _, level in weighted] == [2, 2, 2, 0]
 
 
 def test_binary_comparisons_keep_the_plain_outcome_under_any_weighting():
@@ -100,3 +111,38 @@ def test_anchored_win_rate_with_strong_weight(system_level_tasks):
     board = anchored(system_level_tasks, judge, "s0", resamples=0, weighting=VerdictWeighting(strong_weight=3))
     assert all(a != "s0" and b == "s0" for a, b, _ in board.matches)
     assert board.system("s7").rating > board.system("s1").rating
+
+
+def test_board_json_keeps_each_matchs_level_and_reads_old_boards(system_level_tasks):
+    board = arena(system_level_tasks, make_judge("sim:verdicts=graded,seed=1"), resamples=0)
+    records = board.to_dict()["matches"]
+    assert len(board.match_levels) == len(board.matches) == len(records)
+    assert {record["level"] for record in records} <= {-2, -1, 0, 1, 2}
+    assert {abs(record["level"]) for record in records} == {0, 1, 2}
+    for (a, b, outcome), record in zip(board.matches, records):  # the level agrees with its outcome
+        assert (record["a"], record["b"]) == (a, b)
+        assert outcome == pytest.approx(1.0 if record["level"] > 0 else 0.0 if record["level"] < 0 else 0.5, abs=1e-12)
+    assert Leaderboard.from_dict(board.to_dict()).match_levels == board.match_levels
+    old = board.to_dict()
+    for record in old["matches"]:
+        del record["level"]
+    assert Leaderboard.from_dict(old).levels_of_matches() == [None] * len(board.matches)
+
+
+def test_binary_boards_store_a_null_level(system_level_tasks):
+    board = arena(system_level_tasks, make_judge("sim:seed=1"), resamples=0)
+    assert {record["level"] for record in board.to_dict()["matches"]} == {None}
+
+
+def test_a_board_file_with_a_bad_level_is_refused(tmp_path, system_level_tasks):
+    import json
+
+    from rankkit.errors import TaskFormatError
+    from rankkit.leaderboard.board import read_board
+
+    data = arena(system_level_tasks, make_judge("sim:verdicts=graded,seed=1"), resamples=0).to_dict()
+    data["matches"][3]["level"] = 7
+    path = tmp_path / "board.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(TaskFormatError, match=r"matches\[3\]\.level"):
+        read_board(path)

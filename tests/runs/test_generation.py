@@ -274,3 +274,75 @@ def test_a_judge_that_does_not_answer_is_refused_by_name():
         build_writers([f"replay:{Path(__file__).resolve().parents[2]}/rankkit/data/sample/judgments.jsonl,name=r"])
     writers = build_writers(["sim:quality=0.5,name=plain"])  # sim: named by name= only
     assert writers[0].name == "plain"
+
+
+class SlowWritingServer(OpenAILikeServer):
+    """The OpenAI stand-in writing an answer of its own, 20 ms per request, so two runs overlap."""
+
+    def complete_fresh(self, body: dict) -> dict:
+        import time
+
+        time.sleep(0.02)
+        reply = super().complete_fresh(body)
+        users = [m for m in body["messages"] if m["role"] == "user"]
+        reply["choices"][0]["message"]["content"] = (
+            f"{body['model']} on turn {len(users)}: {_text_of(users[-1]['content'])}"
+        )
+        return reply
+
+
+def test_two_concurrent_generate_processes_pay_each_answer_once(tmp_path, monkeypatch):
+    """Two ``rankkit generate`` processes on the same questions, models and cache lease each answer
+    (kind ``generation``): the server sees at most 2% more requests than there are distinct answers."""
+    import os
+    import subprocess
+    import sys
+
+    questions = tmp_path / "questions.jsonl"
+    records = [{"task_id": f"q{i}", "turns": [f"Question {i}?", f"And why, {i}?"]} for i in range(24)]
+    questions.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    cache = tmp_path / "cache.sqlite"
+    repo = str(Path(__file__).resolve().parents[2])
+    env = {
+        **os.environ,
+        "OPENAI_API_KEY": "sk-test",
+        "PYTHONPATH": os.pathsep.join([repo, os.environ.get("PYTHONPATH", "")]),
+    }
+    with SlowWritingServer({}) as server:
+        models = ",".join(
+            f"openai:{model},base_url={server.base_url},backoff=0.01,name={model}" for model in ("m-one", "m-two")
+        )
+        runs = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "rankkit",
+                    "generate",
+                    "--questions",
+                    str(questions),
+                    "--models",
+                    models,
+                    "--out",
+                    str(tmp_path / f"answers{n}.jsonl"),
+                    "--cache",
+                    str(cache),
+                    "-q",
+                ],
+                cwd=tmp_path,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for n in (1, 2)
+        ]
+        outputs = [run.communicate(timeout=300) for run in runs]
+        assert [run.returncode for run in runs] == [0, 0], outputs
+        requests = len(server.bodies)
+    distinct = 24 * 2 * 2  # questions × turns × models
+    assert distinct <= requests <= 1.02 * distinct, (requests, outputs)
+    first, second = ((tmp_path / f"answers{n}.jsonl").read_text(encoding="utf-8") for n in (1, 2))
+    assert first == second  # both runs wrote the same answers, whoever paid for them
+    bills = [err for _, err in outputs]
+    assert sum(int(bill.split("(")[1].split(" new")[0]) for bill in bills) == requests, bills

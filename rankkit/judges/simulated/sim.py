@@ -21,6 +21,8 @@ from rankkit.judges.base import Judge
 from rankkit.judges.simulated.sim_model import (
     DUPLICATE_GAP,
     FIXED_PRESET_RATES,
+    GRADED_STRONG_MARGIN,
+    GRADED_TIE_MARGIN,
     KWAY_READINGS,
     LATENT_PRESETS,
     MISSPECIFICATION_KEYS,
@@ -112,10 +114,14 @@ class LatentJudge(Misspecification, StyleBias, _Simulated):
         relative to the other answers.
     pair_effect, clip, tie_margin, duplicates: planted misspecifications
         (:class:`~rankkit.judges.simulated.sim_model.Misspecification`); ``latent`` stays each
-        answer's perception. ``tie_margin`` unset is 0 on the binary scale and
-        :data:`~rankkit.judges.simulated.sim_model.TIE_MARGIN` on the others.
+        answer's perception. ``tie_margin`` unset is 0 on the binary scale,
+        :data:`~rankkit.judges.simulated.sim_model.TIE_MARGIN` on ``tie`` and
+        :data:`~rankkit.judges.simulated.sim_model.GRADED_TIE_MARGIN` on ``graded``.
     verdicts: the verdict scale of a comparison: ``binary``, ``tie`` or ``graded``
         (:func:`~rankkit.judges.simulated.sim_model.planted_level` with ``tie_margin`` and ``strong_margin``, in sds).
+    strong_margin: unset, :data:`~rankkit.judges.simulated.sim_model.GRADED_STRONG_MARGIN` on ``graded``
+        (fitted to recorded Arena-Hard judgments, ``docs/judges-sim.md``) and
+        :data:`~rankkit.judges.simulated.sim_model.STRONG_MARGIN` otherwise.
     """
 
     perception: float = LATENT_PRESETS["gpt4"].perception
@@ -132,7 +138,7 @@ class LatentJudge(Misspecification, StyleBias, _Simulated):
     tie_margin: float | None = None
     duplicates: float = 0.0
     verdicts: str = "binary"
-    strong_margin: float = STRONG_MARGIN
+    strong_margin: float | None = None
 
     def __post_init__(self) -> None:
         if self.verdicts not in VERDICT_SCALES:
@@ -147,9 +153,9 @@ class LatentJudge(Misspecification, StyleBias, _Simulated):
             raise SpecError(f"sim: slot_bias must be finite, got {self.slot_bias}")
         self._check_style_bias()
         self._check_misspecification()
-        if not 0 <= self.tie_band <= self.strong_margin < math.inf:
+        if not 0 <= self.tie_band <= self.strong_band < math.inf:
             raise SpecError(
-                f"sim: need 0 <= tie_margin <= strong_margin (finite), got {self.tie_band} and {self.strong_margin}"
+                f"sim: need 0 <= tie_margin <= strong_margin (finite), got {self.tie_band} and {self.strong_band}"
             )
 
     @property
@@ -157,7 +163,14 @@ class LatentJudge(Misspecification, StyleBias, _Simulated):
         """Half-width (sds) of the band inside which two grades tie: ``tie_margin``, or its scale's default."""
         if self.tie_margin is not None:
             return self.tie_margin
-        return 0.0 if self.verdicts == "binary" else TIE_MARGIN
+        return {"binary": 0.0, "tie": TIE_MARGIN}.get(self.verdicts, GRADED_TIE_MARGIN)
+
+    @property
+    def strong_band(self) -> float:
+        """The margin (sds) beyond which a ``graded`` verdict is strong: ``strong_margin``, or its scale's default."""
+        if self.strong_margin is not None:
+            return self.strong_margin
+        return GRADED_STRONG_MARGIN if self.verdicts == "graded" else STRONG_MARGIN
 
     @property
     def _tie_level(self) -> int | None:
@@ -176,7 +189,7 @@ class LatentJudge(Misspecification, StyleBias, _Simulated):
         if self.kway != "grades":  # the default adds nothing, so caches made before it stay valid
             fields["kway"] = self.kway
         if self.verdicts != "binary":  # likewise
-            fields.update(verdicts=self.verdicts, tie_margin=self.tie_band, strong_margin=self.strong_margin)
+            fields.update(verdicts=self.verdicts, tie_margin=self.tie_band, strong_margin=self.strong_band)
         fields.update(self._style_fields())
         fields.update(self._misspecification_fields())
         return fields
@@ -194,7 +207,7 @@ class LatentJudge(Misspecification, StyleBias, _Simulated):
             name += f",kway={self.kway}"
         if self.verdicts != "binary":
             unset_band = f",tie_margin={self.tie_band:g}" if self.tie_margin is None else ""
-            name += f",verdicts={self.verdicts}{unset_band},strong_margin={self.strong_margin:g}"
+            name += f",verdicts={self.verdicts}{unset_band},strong_margin={self.strong_band:g}"
         return f"sim:{name}{self._style_description()}{self._misspecification_description()} (simulated)"
 
     def perceived(self, task: Task, candidate: Candidate) -> float:
@@ -256,7 +269,7 @@ class LatentJudge(Misspecification, StyleBias, _Simulated):
             s = _clip(task, (t1 + t2) / 2)
             raw = f"Answer 1: {s:.4g} Answer 2: {s:.4g}"
             return Verdict(first_grade=s, second_grade=s, winner=Winner.TIE, raw=raw, level=self._tie_level)
-        level = planted_level((t1 - t2) / spread, self.verdicts, self.tie_band, self.strong_margin)
+        level = planted_level((t1 - t2) / spread, self.verdicts, self.tie_band, self.strong_band)
         s1, s2 = _agreeing_grades(task, t1, t2)
         winner = Winner.FIRST if t1 > t2 else Winner.SECOND
         raw = f"Answer 1: {s1:.4g} Answer 2: {s2:.4g}"
@@ -480,7 +493,8 @@ SIM_OPTIONS: tuple[Option, ...] = (
         "tie_margin",
         float,
         None,
-        f"latent: grades closer than this (in sds) are a tie (default 0; {TIE_MARGIN:g} with verdicts=tie|graded)",
+        f"latent: grades closer than this (in sds) are a tie (default 0; {TIE_MARGIN:g} with verdicts=tie, "
+        f"{GRADED_TIE_MARGIN:g} with verdicts=graded)",
     ),
     Option("duplicates", float, 0.0, "latent: share of answers that near-duplicate another"),
     Option(
@@ -490,7 +504,12 @@ SIM_OPTIONS: tuple[Option, ...] = (
         "latent: the verdict scale: binary, tie (A, tie, B) or graded (A>>B, A>B, A=B, B>A, B>>A)",
         choices=VERDICT_SCALES,
     ),
-    Option("strong_margin", float, STRONG_MARGIN, "latent, verdicts=graded: A>>B when |difference| > this (sds)"),
+    Option(
+        "strong_margin",
+        float,
+        None,
+        f"latent, verdicts=graded: A>>B when |difference| > this (sds; default {GRADED_STRONG_MARGIN:g})",
+    ),
     Option("accuracy", float, 0.8, "fixed: probability of picking the human-better answer"),
     Option("position_bias", float, 0.0, "fixed: probability of picking the answer shown first"),
     Option("noise", float, 0.5, "fixed: sd of the noise on every grade"),

@@ -304,12 +304,29 @@ def duplicate_sources(ids: Sequence[str], draws: Sequence[tuple[float, float]], 
     return sources
 
 
-#: The defaults of ``sim:verdicts=tie|graded``: half-widths, in human-score sds of the judge's noisy
-#: difference, of the tie band and of the "slightly better" band. Not fitted to recorded judgments
-#: (none with levels are at hand): chosen so that on the bundled sample (human-score spread 1) about
-#: a sixth of the pairs tie and a third are strong, the rough shape of Arena-Hard's level counts.
+#: The defaults of ``sim:verdicts=tie`` (and of 0.4's ``graded``): half-widths, in human-score sds of
+#: the judge's noisy difference, of the tie band and of the "slightly better" band. Not fitted to
+#: recorded judgments (the three-level scale has none at hand); ``graded`` has its fitted
+#: :data:`GRADED_TIE_MARGIN` and :data:`GRADED_STRONG_MARGIN`.
 TIE_MARGIN = 0.2
 STRONG_MARGIN = 1.0
+
+#: Recorded Arena-Hard level counts per model against the baseline claude-3-haiku-20240307: levels
+#: 2 (A>>B, A the model) … -2, over 120 questions × 2 games each. Decoded from
+#: lmarena/arena-hard-auto, commit 74e8b6f0ae60529b62c4c2feb71a479ae1311e2d, ``data/arena_hard_battles.jsonl``
+#: (judge gpt-4-1106-preview) by ``benchmarks/level_frequencies.py``.
+ARENA_HARD_LEVEL_COUNTS = {
+    "claude-3-opus-20240229": (112, 48, 13, 42, 25),
+    "gpt-4o-mini": (119, 59, 7, 32, 23),
+    "gpt-4o": (141, 55, 6, 22, 16),
+    "claude-3-5-sonnet-20240620": (139, 63, 5, 20, 13),
+}
+
+#: The defaults of ``sim:verdicts=graded`` (the ``tie`` scale keeps :data:`TIE_MARGIN` and
+#: :data:`STRONG_MARGIN`): fitted by ``benchmarks/level_frequencies.py`` so that the level
+#: frequencies match :data:`ARENA_HARD_LEVEL_COUNTS` (``docs/judges-sim.md``).
+GRADED_TIE_MARGIN = 0.12
+GRADED_STRONG_MARGIN = 1.36
 
 
 def planted_level(difference: float, scale: str, tie_margin: float, strong_margin: float) -> int | None:

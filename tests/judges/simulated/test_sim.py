@@ -800,3 +800,47 @@ def test_sim_verdict_options_are_validated(spec):
 def test_sim_verdict_scale_enters_the_fingerprint_only_when_not_binary():
     assert "verdicts" not in make_judge("sim:seed=1").fingerprint_fields()
     assert make_judge("sim:verdicts=tie,seed=1").fingerprint_fields()["verdicts"] == "tie"
+
+
+#: Elo gaps over the baseline at which ``sim:verdicts=graded`` wins as often as each recorded model
+#: (fitted by ``benchmarks/level_frequencies.py --prompts 400``).
+ARENA_HARD_GAPS = {
+    "claude-3-opus-20240229": 249.0,
+    "gpt-4o-mini": 340.0,
+    "gpt-4o": 437.0,
+    "claude-3-5-sonnet-20240620": 419.0,
+}
+
+
+def test_sim_graded_defaults_reproduce_recorded_arena_hard_level_frequencies():
+    """At its calibrated defaults the simulator's five level frequencies, pooled over the four recorded
+    models, are within 0.04 of Arena-Hard's (about 2.5 sampling sds of the recorded 960 games) and each
+    model's within 0.10 (two margins fit 20 frequencies; the recorded se per model is about 0.03)."""
+    from rankkit.judges.simulated.sim_model import ARENA_HARD_LEVEL_COUNTS
+    from rankkit.judges.simulated.synthetic import planted_tasks
+
+    judge = make_judge("sim:verdicts=graded,seed=1")
+    baseline = "claude-3-haiku-20240307"
+    levels = (2, 1, 0, -1, -2)
+    counts = {model: dict.fromkeys(levels, 0) for model in ARENA_HARD_GAPS}
+    for task in planted_tasks({baseline: 0.0, **ARENA_HARD_GAPS}, 300, seed=1):
+        by_system = {candidate.system: candidate for candidate in task.candidates}
+        for model in ARENA_HARD_GAPS:
+            counts[model][judge.compare(task, by_system[model], by_system[baseline]).level] += 1
+            counts[model][-judge.compare(task, by_system[baseline], by_system[model]).level] += 1
+    pooled_gap = [0.0] * 5
+    for model, recorded in ARENA_HARD_LEVEL_COUNTS.items():
+        simulated = [counts[model][level] / 600 for level in levels]
+        wanted = [count / sum(recorded) for count in recorded]
+        assert max(abs(s - w) for s, w in zip(simulated, wanted)) <= 0.10, (model, simulated, wanted)
+        pooled_gap = [p + (s - w) / 4 for p, s, w in zip(pooled_gap, simulated, wanted)]
+    assert max(abs(p) for p in pooled_gap) <= 0.04, pooled_gap
+
+
+def test_sim_level_defaults_change_only_the_graded_fingerprint():
+    fields = {scale: make_judge(f"sim:verdicts={scale},seed=1").fingerprint_fields() for scale in ("tie", "graded")}
+    assert (fields["tie"]["tie_margin"], fields["tie"]["strong_margin"]) == pytest.approx((0.2, 1.0), abs=1e-12)
+    assert (fields["graded"]["tie_margin"], fields["graded"]["strong_margin"]) == pytest.approx((0.12, 1.36), abs=1e-12)
+    assert "strong_margin" not in make_judge("sim:seed=1").fingerprint_fields()
+    given = make_judge("sim:verdicts=graded,seed=1,tie_margin=0.2,strong_margin=1").fingerprint_fields()
+    assert (given["tie_margin"], given["strong_margin"]) == pytest.approx((0.2, 1.0), abs=1e-12)
