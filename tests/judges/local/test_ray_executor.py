@@ -150,11 +150,16 @@ def test_actors_must_be_at_least_one():
         RayExecutor(actors=0)
 
 
-def test_importing_the_executor_does_not_import_ray():
+def test_importing_the_executor_and_the_cli_help_do_not_import_ray():
     import subprocess
     import sys
 
-    code = "import sys, rankkit.cli, rankkit.judges.local.ray_executor; print('ray' in sys.modules)"
+    code = (
+        "import sys, rankkit.cli, rankkit.judges.local.ray_executor\n"
+        "from click.testing import CliRunner\n"
+        "CliRunner().invoke(rankkit.cli.main, ['compare', '--help'])\n"
+        "print('ray' in sys.modules)"
+    )
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert out.stdout.strip() == "False"
