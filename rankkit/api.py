@@ -30,6 +30,7 @@ from typing import Any
 
 from rankkit.data.specs import SpecError
 from rankkit.data.tasks import Candidate, Task, load_tasks, tasks_from_records
+from rankkit.judges.backends import Executor
 from rankkit.judges.base import Judge
 from rankkit.judgments.cache import JudgmentCache, NullCache
 from rankkit.judgments.cache_postgres import open_judgment_cache
@@ -90,6 +91,7 @@ def compare(
     max_judgments: int | float | None = None,
     shard: Shard | str | None = None,
     stream_judgments: str | PathLike[str] | None = None,
+    executor: str | Executor = "local",
 ) -> RunResult:
     """Run several strategies on the same tasks and the same judge, sharing its judgments.
 
@@ -129,6 +131,11 @@ def compare(
         as it finishes, to the sidecar beside it (``RESULTS.judgments.jsonl``) and the result keeps
         none of them (``rejudge`` and the analyses need ``read_results(RESULTS)``, which reads them back).
         None: the result keeps them (inline).
+    executor:
+        Where a judge given as a spec runs its model, when it is an in-process engine (hf, smollm2, vllm):
+        ``"local"`` (this process), ``"ray"`` (Ray actors, one per GPU or CPU of the cluster at
+        ``$RAY_ADDRESS``, else of a local one), or a :class:`~rankkit.judges.local.ray_executor.RayExecutor`.
+        Results are the local run's.
     """
     loaded = _tasks(tasks, criterion)
     built = [_as_strategy(s) for s in strategies]
@@ -136,7 +143,7 @@ def compare(
         raise SpecError("compare: no strategies given")
     part = parse_shard(shard) if isinstance(shard, str) else shard
     mine = part.select(loaded) if part is not None else loaded  # what this worker judges
-    with _judge(judge) as (judge_object, spec), _cache(cache) as cache_object:
+    with _judge(judge, executor) as (judge_object, spec), _cache(cache) as cache_object:
         from rankkit.runs.scale import check_scale
 
         check_scale(mine, built, judge_object, max_judgments)  # before anything is judged
@@ -261,9 +268,11 @@ def _as_strategy(strategy: Any) -> Strategy:
 
 
 @contextlib.contextmanager
-def _judge(judge: Any) -> Iterator[tuple[Judge, str]]:
-    """The judge and its spec; a judge built here from a spec is closed afterwards."""
+def _judge(judge: Any, executor: str | Executor = "local") -> Iterator[tuple[Judge, str]]:
+    """The judge and its spec; a judge built here from a spec (its model run by ``executor``) is closed afterwards."""
     if isinstance(judge, Judge):
+        if executor != "local":
+            raise SpecError("executor: give the judge as a spec string (a built judge already runs its model)")
         yield judge, judge.spec or judge.description  # make_judge records its spec
         return
     if judge is not None and not isinstance(judge, str):
@@ -271,11 +280,24 @@ def _judge(judge: Any) -> Iterator[tuple[Judge, str]]:
     from rankkit.judges import default_judge_spec, make_judge
 
     spec = judge or default_judge_spec()
-    built = make_judge(spec)
+    built = make_judge(spec, executor=_executor(executor))
     try:
         yield built, spec
     finally:
         built.close()
+
+
+def _executor(executor: str | Executor) -> Executor | None:
+    """The executor named ``executor`` (None: this process)."""
+    if executor == "local":
+        return None
+    if executor == "ray":
+        from rankkit.judges.local.ray_executor import RayExecutor
+
+        return RayExecutor()
+    if isinstance(executor, str):
+        raise SpecError(f"executor must be 'local', 'ray' or an executor object, got {executor!r}")
+    return executor
 
 
 @contextlib.contextmanager

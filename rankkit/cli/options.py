@@ -31,6 +31,7 @@ LIMITS_META = "rankkit.size_limits"  # --max-candidate-chars / --max-prompt-char
 CONFIG_META = "rankkit.cli.config"  # the run file given with --config (ctx.meta)
 TRUST_META = "rankkit.trust_file_judge"  # --trust-file-judge was given (ctx.meta)
 FORCE_META = "rankkit.force"  # --force was given (ctx.meta)
+EXECUTOR_META = "rankkit.executor"  # --executor, --ray-actors, --ray-address (ctx.meta)
 
 
 # -- the values a group hands to a command --------------------------------------------------------
@@ -248,9 +249,65 @@ SESSION_OPTIONS = (
     click.option("--seed", type=int, default=0, show_default=True, help="Seeds every random choice."),
 )
 
+
+def _store_executor(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+    """The executor options are kept in the context, as --columns is: judge_session() reads them."""
+    if value is not None:
+        ctx.meta.setdefault(EXECUTOR_META, {})[param.name] = value
+
+
+def current_executor() -> Any:
+    """The executor the running command was given (None: the judge runs in this process).
+
+    Raises
+    ------
+    SpecError
+        ``--ray-actors`` or ``--ray-address`` without ``--executor ray``.
+    """
+    ctx = click.get_current_context(silent=True)
+    given = dict(ctx.meta.get(EXECUTOR_META, {})) if ctx is not None else {}
+    if given.pop("executor", "local") == "local":
+        if given:
+            raise SpecError(f"--{next(iter(given)).replace('_', '-')} needs --executor ray")
+        return None
+    from rankkit.judges.local.ray_executor import RayExecutor
+
+    return RayExecutor(actors=given.get("ray_actors"), address=given.get("ray_address"))
+
+
+#: ``--executor``, ``--ray-actors`` and ``--ray-address``: where an in-process judge's model runs.
+executor_options = option_group(
+    click.option(
+        "--executor",
+        type=click.Choice(["local", "ray"]),
+        default=None,
+        expose_value=False,
+        callback=_store_executor,
+        help="Where an in-process judge's model (hf:, smollm2, vllm:) runs: local (this process, the default) "
+        "or ray (Ray actors, one per GPU or CPU; pip install 'rankkit-llm[ray]').",
+    ),
+    click.option(
+        "--ray-actors",
+        type=click.IntRange(min=1),
+        default=None,
+        expose_value=False,
+        callback=_store_executor,
+        help="With --executor ray: actors that each load the model (default: one per GPU of the cluster, "
+        "else one per CPU).",
+    ),
+    click.option(
+        "--ray-address",
+        default=None,
+        expose_value=False,
+        callback=_store_executor,
+        help="With --executor ray: the Ray cluster to join (default: $RAY_ADDRESS, else a local one for the run).",
+    ),
+)
+
 #: The judge options; the command receives ``judge_options`` (a :class:`JudgeOptions`).
 judge_options = option_group(
     *SESSION_OPTIONS,
+    executor_options,
     click.option("--judge", "judge_spec", default=None, shell_complete=complete_judge_spec, help=JUDGE_SPEC_HELP),
     grouped(JudgeOptions, "judge_options"),
 )

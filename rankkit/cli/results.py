@@ -13,6 +13,7 @@ from rankkit.cli.options import (
     budget_options,
     cache_options,
     current_limits,
+    executor_options,
     option_group,
     output_options,
     resamples_option,
@@ -146,6 +147,7 @@ def analyze_command(results_path, metric_names, out, output_format, **settings: 
     "table, json (the whole report), csv (both tables, with a section column) or markdown.",
 )
 @size_limit_options
+@executor_options
 @budget_options
 @guarded
 def rejudge_command(results_path, judge_spec, cache_path, no_cache, quiet, out, output_format, budget: Budget) -> None:

@@ -38,6 +38,7 @@ from rankkit.cli.options import (
     JudgeOptions,
     context_flag,
     current_columns,
+    current_executor,
     current_limits,
     from_run_file,
 )
@@ -392,13 +393,13 @@ def open_cache(cache_path: str | None, no_cache: bool) -> Any:
 
 @contextlib.contextmanager
 def judge_session(spec: str, cache: Any) -> Iterator[Any]:
-    """The judge built from ``spec`` (announced on stderr); it and ``cache`` are closed when the
-    block ends, however it ends (closing the cache commits it)."""
+    """The judge built from ``spec`` (announced on stderr), its model run where ``--executor`` says; it
+    and ``cache`` are closed when the block ends, however it ends (closing the cache commits it)."""
     from rankkit.judges import make_judge
 
     judge = None
     try:
-        judge = make_judge(spec)
+        judge = make_judge(spec, executor=current_executor())
         announce_judge(judge, spec)
         yield judge
     finally:

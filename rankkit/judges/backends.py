@@ -11,7 +11,7 @@ import importlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rankkit.data.specs import Spec, SpecError, convert_value, parse_spec
 
@@ -22,6 +22,7 @@ __all__ = [
     "BUILTIN_BACKENDS",
     "Argument",
     "Backend",
+    "Executor",
     "Option",
     "Settings",
     "above",
@@ -183,6 +184,11 @@ class Backend:
     loads_model
         The judge loads the model its spec names (a download or a directory), so a spec read from a
         file may not choose this backend on its own either.
+    runtime
+        ``runtime(settings)``: the model runtime the judge runs in this process (hf, smollm2, vllm),
+        which an executor may run elsewhere instead; None for every other judge.
+    judge_on
+        ``judge_on(settings, runtime) -> Judge``: the judge over a runtime built elsewhere (with ``runtime``).
     """
 
     name: str
@@ -195,6 +201,8 @@ class Backend:
     read: Callable[[str], Spec] = parse_spec
     network: bool = False
     loads_model: bool = False
+    runtime: Callable[[Settings], Any] | None = None
+    judge_on: Callable[[Settings, Any], Judge] | None = None
 
     def option(self, name: str) -> Option:
         """The declared option ``name``; KeyError when there is none."""
@@ -206,6 +214,15 @@ class Backend:
     def known(self) -> str:
         """The options as an error message lists them: ``a=1 (int), b= (str)``."""
         return ", ".join(o.describe() for o in sorted(self.options, key=lambda o: o.name))
+
+
+class Executor(Protocol):
+    """Where an in-process engine's runtime runs instead of the driver's process
+    (:class:`~rankkit.judges.local.ray_executor.RayExecutor`); the judge itself stays in the driver."""
+
+    def runtime(self, spec: str) -> Any:
+        """The runtime of judge spec ``spec`` (a backend that declares :attr:`Backend.runtime`), run here."""
+        ...
 
 
 def with_defaults(options: Sequence[Option], defaults: Mapping[str, Any]) -> tuple[Option, ...]:

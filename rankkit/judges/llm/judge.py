@@ -583,6 +583,7 @@ def llm_backend(
     defaults: Callable[[str | None], Mapping[str, Any]] | None = None,
     llm_options: Sequence[Option] = LLM_OPTIONS,
     read: Callable[[str], Spec] = parse_spec,
+    in_process: bool = False,
 ) -> Backend:
     """The :class:`~rankkit.judges.backends.Backend` of a judge on an LLM runtime.
 
@@ -604,6 +605,9 @@ def llm_backend(
         The runtime's ``backend`` when it differs from ``name`` (``smollm2`` runs on ``hf``).
     llm_options
         :data:`LLM_OPTIONS`, possibly with other defaults.
+    in_process
+        ``runtime`` runs the model in this process (hf, vllm), so an executor may run it elsewhere
+        (``--executor ray``): the backend then declares ``runtime``.
 
     Returns
     -------
@@ -612,8 +616,11 @@ def llm_backend(
     """
     judge_names = [o.name for o in llm_options]
 
+    def judge_on(settings: Settings, loaded: LLMRuntime) -> LLMJudge:
+        return LLMJudge(loaded, **settings.subset(judge_names))
+
     def build(settings: Settings) -> LLMJudge:
-        return LLMJudge(runtime(settings), **settings.subset(judge_names))
+        return judge_on(settings, runtime(settings))
 
     def stand_in(settings: Settings) -> LLMJudge:
         runtime = StandInRuntime(runtime_name or name, identity(settings), context(settings) if context else None)
@@ -630,4 +637,6 @@ def llm_backend(
         read=read,
         network=network,
         loads_model=loads_model,
+        runtime=runtime if in_process else None,
+        judge_on=judge_on,
     )

@@ -174,6 +174,7 @@ BACKEND = llm_backend(
     context=_local_context,
     argument=Argument("model", "hf:HuggingFaceTB/SmolLM2-360M-Instruct or hf:./my-model", as_option=True),
     loads_model=True,
+    in_process=True,
 )
 
 #: ``smollm2[:option=value...]``: the embedded SmolLM2-135M-Instruct, on the same runtime.
@@ -186,4 +187,5 @@ SMOLLM2_BACKEND = llm_backend(
     runtime_name="hf",
     context=lambda settings: (SMOLLM2_CONTEXT, "max_position_embeddings"),
     llm_options=with_defaults(LLM_OPTIONS, SMOLLM2_JUDGE_DEFAULTS),
+    in_process=True,
 )

@@ -352,4 +352,5 @@ BACKEND = llm_backend(
     argument=Argument("model", "vllm:smollm2 or vllm:./my-model"),
     loads_model=True,
     defaults=lambda model: SMOLLM2_JUDGE_DEFAULTS if model == "smollm2" else {},
+    in_process=True,
 )
