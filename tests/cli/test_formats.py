@@ -119,7 +119,9 @@ def test_smollm2_results_say_the_judge_is_plumbing_grade(cache, monkeypatch):
 
     real = rankkit.judges.make_judge
     monkeypatch.setattr(
-        rankkit.judges, "make_judge", lambda spec: FixedAccuracyJudge() if spec == "smollm2" else real(spec)
+        rankkit.judges,
+        "make_judge",
+        lambda spec, **options: FixedAccuracyJudge() if spec == "smollm2" else real(spec, **options),
     )
     with_smollm2 = invoke("compare", "--judge", "smollm2", "--no-cache", "--quiet", "--strategies", "individual")
     notes = [line for line in with_smollm2.stdout.splitlines() if "plumbing-grade" in line]
