@@ -2,9 +2,9 @@
 
 A task stops once the answer by posterior mean is the true one with probability ``confidence``,
 by a seeded Monte Carlo estimate clear of it by two standard errors. Pairwise strategies use the
-exact Bradley–Terry posterior with a hyperprior on the scale and, by default, on a persistent
-effect per pair (:func:`bt_estimate`, ``stopping=``, :data:`~rankkit.strategies._pair_effects.STOPPING_RULES`),
-``setwise_groups`` its Gaussian posterior (:func:`gaussian_probability`). Why this stays valid under adaptive choice: ``docs/stopping.md``.
+exact Bradley–Terry posterior with a hyperprior on the scale, and with ``stopping=pair_effects`` a
+persistent effect per pair (:func:`bt_estimate`); ``setwise_groups`` its Gaussian posterior
+(:func:`gaussian_probability`). Why this stays valid under adaptive choice: ``docs/stopping.md``.
 """
 
 from __future__ import annotations
@@ -361,10 +361,9 @@ def is_target_settled(
 ) -> bool:
     """Whether the answer by posterior mean is the true one with probability ``confidence``.
 
-    With ``evidence`` (pairwise strategies) by :func:`bt_estimate` under the rule ``stopping`` (with
-    the judge's ``pair_sd`` when known: :func:`~rankkit.strategies._pair_effects.rule_pair_sds`), and
-    under plain Bradley–Terry too;
-    without by the Gaussian ``N(mean, cov)``. A cheap Gaussian screen (sd divided by
+    With ``evidence`` (pairwise strategies) by :func:`bt_estimate` under the rule ``stopping`` (with the
+    judge's ``pair_sd``: :func:`~rankkit.strategies._pair_effects.rule_pair_sds`) and under plain
+    Bradley–Terry too; without by the Gaussian ``N(mean, cov)``. A cheap Gaussian screen (sd divided by
     :data:`SCREEN_SHARPENING`) runs first; it can only delay a stop, never cause one.
     """
     order = current_order(mean)
@@ -383,8 +382,7 @@ def is_target_settled(
     def under(pair_sds: Sequence[float]) -> Callable[[int], tuple[float, float]]:
         return lambda draws: bt_estimate(order, target, evidence, seed, mean, draws=draws, pair_sds=pair_sds)
 
-    # Plain Bradley–Terry first: cheap, and (pair effects only widen the posterior) nearly always
-    # settled first; the rule with pair effects never stops before it.
+    # Plain Bradley–Terry first: cheaper, and pair effects only widen the posterior (never stop sooner).
     rules = dict.fromkeys([(0.0,), rule_pair_sds(stopping, pair_sd)])
     return all(clears_confidence(under(pair_sds), confidence) for pair_sds in rules)
 
