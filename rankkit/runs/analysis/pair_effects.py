@@ -10,22 +10,20 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from rankkit.judgments.values import Winner
 from rankkit.runs.analysis.judge_bias import distinct_comparisons
 from rankkit.runs.results import RunResult
-
-#: The judge's outcome for the first-shown answer by verdict (a tie half a win each way).
-FIRST_OUTCOME = {Winner.FIRST: 1.0, Winner.SECOND: 0.0, Winner.TIE: 0.5}
+from rankkit.strategies.elo import comparison_outcome
 
 
 def task_outcomes(results: RunResult) -> dict[str, list[tuple[str, str, float]]]:
     """Each task's distinct decided judgments (all strategies, each (first, second) once) as
-    ``(first, second, outcome for first)``; unparsed verdicts are left out."""
+    ``(first, second, outcome for first)``, read as the stopping rule reads them
+    (:func:`~rankkit.strategies.elo.comparison_outcome`); undecided ones are left out."""
     outcomes: dict[str, list[tuple[str, str, float]]] = defaultdict(list)
     for task_id, comparison in distinct_comparisons(results):
-        outcome = FIRST_OUTCOME.get(comparison.verdict.winner)
+        outcome = comparison_outcome(comparison)
         if outcome is not None:
-            outcomes[task_id].append((comparison.first, comparison.second, outcome))
+            outcomes[task_id].append(outcome)
     return outcomes
 
 
