@@ -1,6 +1,6 @@
 """Graded verdicts and ties: does a tie-aware fit recover the truth better, and does arena-hard's weighting match?
 
-Part 1: ties as half wins against Davidson's tie model, on outcomes planted by a stated model.
+Part 1: ties as half wins against Davidson's tie model and the ordinal model, on levels planted by a stated model.
 
 Why the two fits can hardly differ in a point ranking: in Davidson's model the log-likelihood is
 linear in θ_i through ``wins_i + ties_i / 2``, the very score that Bradley–Terry with half wins
@@ -24,8 +24,11 @@ pair (i, j) drawn with weight 2^-|i-j|, as an adaptive schedule concentrates on 
 Fits (all maximum a posteriori with the same Gaussian prior ``alpha/2·Σθ²``, alpha = 0.01, on the
 count matrices, so that bootstraps are fast; rankkit's :func:`~rankkit.stats.ratings.bradley_terry`
 and :func:`~rankkit.stats.graded.davidson` are fitted on each planted data set too and must give the
-same order, ``agree`` in the table): ``half`` (BT, a tie half a win each way), ``davidson``, and
-``half+strong3`` (BT on arena-hard's weighting: a strong verdict three wins; threshold model only).
+same order, ``agree`` in the table): ``half`` (BT, a tie half a win each way), ``davidson``,
+``half+strong3`` (BT on arena-hard's weighting: a strong verdict three wins; threshold model only) and
+``ordinal`` (:func:`~rankkit.stats.graded.ordinal_log_likelihood`: the threshold model itself, η and
+γ fitted with θ; on Davidson data, three levels, Rao–Kupper). A paired table gives ordinal − half on
+the same data sets, the fair comparison of two fits.
 
 The estimand is the true ranking (rank 1 = largest θ). Per data set: Spearman and Kendall τ of
 the fitted strengths with θ; for each system a 95% rank interval, by the bootstrap over matches
@@ -62,15 +65,19 @@ from rankkit.stats.ratings import bradley_terry
 RESULT = Path(__file__).parent / "results" / "graded_verdicts.md"
 ALPHA = 0.01
 #: What the table can and cannot show, written above it.
-WHY = """Why the two fits rank alike: Davidson's log-likelihood depends on θ_i only through
+WHY = """What separates the fits: Davidson's log-likelihood depends on θ_i only through
 `wins_i + ties_i / 2`, the score Bradley–Terry with half wins fits, so on a balanced design both
-rankings are the order of that score, and they can differ only where the schedule is unbalanced
-(`neighbour`) or in their intervals. `half` intervals from the Fisher information treat a tie as a
-game of variance p(1 − p); under either tie model a tie lowers a game's variance, so they come out
-wider. The leaderboard's intervals are the bootstrap over matches (both fits), which adapts to
-either. `half+strong3` counts a strong verdict as three wins (arena-hard-auto); its Fisher
-intervals count the copies as independent games. Coverage of 95% rank intervals is coarse (ranks
-are integers; the percentile interval of a rank is conservative), so widths say more than coverage."""
+rankings are the order of that score; they can differ only where the schedule is unbalanced
+(`neighbour`) or in their intervals. The ordinal model (`ordinal`: Rao–Kupper on three levels, its
+cumulative-logit extension on five) is not of that form, and on five levels it reads what half wins
+and Davidson throw away: how strongly the judge preferred. On threshold data it is the model that
+planted the levels; on Davidson data (three levels) it is misspecified. `half` intervals from the
+Fisher information treat a tie as a game of variance p(1 − p); a tie model lowers a tie's variance,
+so they come out wider. The leaderboard's intervals are the bootstrap over matches (every fit).
+`half+strong3` counts a strong verdict as three wins (arena-hard-auto); its Fisher intervals count
+the copies as independent games, so they are too narrow. Coverage of 95% rank intervals is coarse
+(ranks are integers; the percentile interval of a rank is conservative), so widths at nominal
+coverage say more than coverage alone."""
 
 #: Tie share between two equal systems, per setting.
 TIE_SHARES = (0.1, 0.3, 0.5)

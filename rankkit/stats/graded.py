@@ -19,6 +19,9 @@ GradedMatch = tuple[str, str, int]
 #: :func:`ordinal`, which also reads strong verdicts).
 TIE_MODELS = ("half", "davidson", "ordinal")
 
+#: The sd of the ordinal model's weak prior on log η and log γ (:func:`ordinal_fit`).
+THRESHOLD_PRIOR_SD = 3.0
+
 #: How many wins arena-hard-auto counts a strong verdict (A>>B) as.
 ARENA_HARD_WEIGHT = 3
 
@@ -230,12 +233,14 @@ def ordinal_fit(
     of the ordinal model (:func:`ordinal_log_likelihood`) on graded matches ``(a, b, level from a's side)``.
 
     Three levels (Rao–Kupper, ``γ`` None) when no verdict is strong, else five. ``alpha`` weighs the
-    Gaussian prior ``-alpha/2 · Σθ²``. Fitted by L-BFGS-B with the closed-form gradient.
+    Gaussian prior ``-alpha/2 · Σθ²``; ``log η`` and ``log γ`` have a weak prior (sd
+    :data:`THRESHOLD_PRIOR_SD` around 0.5 and 1) that keeps them finite when a sample has no tie or no
+    slight verdict (a bootstrap resample of a few matches). Fitted by L-BFGS-B with the closed-form gradient.
 
     Raises
     ------
     ValueError
-        For a level outside -2 … 2, or matches without a single tie (the tie threshold is not identified).
+        For a level outside -2 … 2.
     """
     import numpy as np
     from scipy.optimize import minimize
@@ -249,8 +254,6 @@ def ordinal_fit(
         grouped[key] = grouped.get(key, 0) + 1
     first, second, levels = (np.array(column, dtype=np.intp) for column in zip(*grouped)) if grouped else ([],) * 3
     counts = np.array(list(grouped.values()), dtype=float)
-    if not np.any(levels == 0):
-        raise ValueError("the ordinal model needs ties among the verdicts (verdicts=tie or graded)")
     five = bool(np.any(np.abs(levels) == 2))
     n = len(items)
 
@@ -260,8 +263,12 @@ def ordinal_fit(
         value, gradient, d_eta, d_gamma = ordinal_log_likelihood(
             theta, params[n], log_gamma, first, second, levels, counts
         )
-        full = np.append(-gradient + alpha * theta, -d_eta)
-        return -value + alpha / 2 * float(theta @ theta), np.append(full, -d_gamma) if five else full
+        # The thresholds' weak prior, in log space around their start.
+        shifts = params[n:] - start[n:]
+        full = np.append(-gradient + alpha * theta, [-d_eta] + ([-d_gamma] if five else []))
+        full[n:] += shifts / THRESHOLD_PRIOR_SD**2
+        prior = alpha / 2 * float(theta @ theta) + float(shifts @ shifts) / (2 * THRESHOLD_PRIOR_SD**2)
+        return -value + prior, full
 
     start = np.append(np.zeros(n), [math.log(0.5)] + ([math.log(1.0)] if five else []))
     result = minimize(objective, start, jac=True, method="L-BFGS-B")

@@ -182,5 +182,5 @@ def test_ordinal_edge_cases():
     assert math.isfinite(unbeaten["a"]) and unbeaten["a"] > unbeaten["b"]
     with pytest.raises(ValueError, match="level"):
         ordinal([("a", "b", 3), ("a", "b", 0)])
-    with pytest.raises(ValueError, match="ties"):
-        ordinal([("a", "b", 1), ("b", "a", 2)])
+    theta, eta, gamma = ordinal_fit([("a", "b", 1), ("b", "a", -2), ("a", "b", 2)], ["a", "b"], alpha=0.1)
+    assert theta["a"] > theta["b"] and 0 < eta < 0.5 and math.isfinite(gamma)  # no tie: η small, finite
