@@ -1,6 +1,6 @@
 """Graded verdicts and ties: does a tie-aware fit recover the truth better, and does arena-hard's weighting match?
 
-Part 1: ties as half wins against Davidson's tie model, on outcomes planted by a stated model.
+Part 1: ties as half wins against Davidson's tie model and the ordinal model, on levels planted by a stated model.
 
 Why the two fits can hardly differ in a point ranking: in Davidson's model the log-likelihood is
 linear in θ_i through ``wins_i + ties_i / 2``, the very score that Bradley–Terry with half wins
@@ -24,8 +24,11 @@ pair (i, j) drawn with weight 2^-|i-j|, as an adaptive schedule concentrates on 
 Fits (all maximum a posteriori with the same Gaussian prior ``alpha/2·Σθ²``, alpha = 0.01, on the
 count matrices, so that bootstraps are fast; rankkit's :func:`~rankkit.stats.ratings.bradley_terry`
 and :func:`~rankkit.stats.graded.davidson` are fitted on each planted data set too and must give the
-same order, ``agree`` in the table): ``half`` (BT, a tie half a win each way), ``davidson``, and
-``half+strong3`` (BT on arena-hard's weighting: a strong verdict three wins; threshold model only).
+same order, ``agree`` in the table): ``half`` (BT, a tie half a win each way), ``davidson``,
+``half+strong3`` (BT on arena-hard's weighting: a strong verdict three wins; threshold model only) and
+``ordinal`` (:func:`~rankkit.stats.graded.ordinal_log_likelihood`: the threshold model itself, η and
+γ fitted with θ; on Davidson data, three levels, Rao–Kupper). A paired table gives ordinal − half on
+the same data sets, the fair comparison of two fits.
 
 The estimand is the true ranking (rank 1 = largest θ). Per data set: Spearman and Kendall τ of
 the fitted strengths with θ; for each system a 95% rank interval, by the bootstrap over matches
@@ -56,21 +59,25 @@ from scipy.optimize import minimize
 from scipy.stats import kendalltau, spearmanr
 
 from rankkit.judgments.levels import label_level
-from rankkit.stats.graded import arena_hard_score, davidson
+from rankkit.stats.graded import arena_hard_score, davidson, ordinal, ordinal_log_likelihood
 from rankkit.stats.ratings import bradley_terry
 
 RESULT = Path(__file__).parent / "results" / "graded_verdicts.md"
 ALPHA = 0.01
 #: What the table can and cannot show, written above it.
-WHY = """Why the two fits rank alike: Davidson's log-likelihood depends on θ_i only through
+WHY = """What separates the fits: Davidson's log-likelihood depends on θ_i only through
 `wins_i + ties_i / 2`, the score Bradley–Terry with half wins fits, so on a balanced design both
-rankings are the order of that score, and they can differ only where the schedule is unbalanced
-(`neighbour`) or in their intervals. `half` intervals from the Fisher information treat a tie as a
-game of variance p(1 − p); under either tie model a tie lowers a game's variance, so they come out
-wider. The leaderboard's intervals are the bootstrap over matches (both fits), which adapts to
-either. `half+strong3` counts a strong verdict as three wins (arena-hard-auto); its Fisher
-intervals count the copies as independent games. Coverage of 95% rank intervals is coarse (ranks
-are integers; the percentile interval of a rank is conservative), so widths say more than coverage."""
+rankings are the order of that score; they can differ only where the schedule is unbalanced
+(`neighbour`) or in their intervals. The ordinal model (`ordinal`: Rao–Kupper on three levels, its
+cumulative-logit extension on five) is not of that form, and on five levels it reads what half wins
+and Davidson throw away: how strongly the judge preferred. On threshold data it is the model that
+planted the levels; on Davidson data (three levels) it is misspecified. `half` intervals from the
+Fisher information treat a tie as a game of variance p(1 − p); a tie model lowers a tie's variance,
+so they come out wider. The leaderboard's intervals are the bootstrap over matches (every fit).
+`half+strong3` counts a strong verdict as three wins (arena-hard-auto); its Fisher intervals count
+the copies as independent games, so they are too narrow. Coverage of 95% rank intervals is coarse
+(ranks are integers; the percentile interval of a rank is conservative), so widths at nominal
+coverage say more than coverage alone."""
 
 #: Tie share between two equal systems, per setting.
 TIE_SHARES = (0.1, 0.3, 0.5)
@@ -191,22 +198,54 @@ def rank_intervals(samples: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.percentile(r, 2.5, axis=0, method="lower"), np.percentile(r, 97.5, axis=0, method="higher")
 
 
-def bootstrap_samples(fit, n, matches, levels, weights, resamples, rng) -> np.ndarray:
-    """θ refitted on ``resamples`` resamples of the matches (with replacement)."""
+def fit_ordinal(n: int, matches: np.ndarray, levels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The ordinal model (rankkit's :func:`~rankkit.stats.graded.ordinal_log_likelihood`): θ (mean zero) and
+    the precision of θ (η, γ profiled at their fit, as for Davidson)."""
+    keys, level_counts = np.unique(np.column_stack([matches, levels]).astype(np.intp), axis=0, return_counts=True)
+    first, second, kinds = keys[:, 0], keys[:, 1], keys[:, 2]
+    five = bool(np.any(np.abs(kinds) == 2))
+
+    def objective(params):
+        theta = params[:n]
+        value, gradient, d_eta, d_gamma = ordinal_log_likelihood(
+            theta, params[n], params[n + 1] if five else None, first, second, kinds, level_counts.astype(float)
+        )
+        full = np.append(-gradient + ALPHA * theta, [-d_eta] + ([-d_gamma] if five else []))
+        return -value + ALPHA / 2 * theta @ theta, full
+
+    size = n + (2 if five else 1)
+    start = np.append(np.zeros(n), [math.log(0.5)] + ([0.0] if five else []))
+    params = minimize(objective, start, jac=True, method="L-BFGS-B").x
+    step = 1e-5
+    columns = [
+        (objective(params + shift)[1] - objective(params - shift)[1]) / (2 * step) for shift in np.eye(size) * step
+    ]
+    full = np.array(columns)
+    covariance = np.linalg.inv((full + full.T) / 2)[:n, :n]
+    return params[:n] - params[:n].mean(), np.linalg.inv(covariance)
+
+
+def bootstrap_samples(fit, matches, levels, resamples, rng) -> np.ndarray:
+    """θ refitted by ``fit(matches, levels)`` on ``resamples`` resamples of the matches (with replacement)."""
     thetas = []
     for _ in range(resamples):
         pick = rng.integers(0, len(levels), len(levels))
-        thetas.append(fit(*counts(n, matches[pick], levels[pick], None if weights is None else weights[pick]))[0])
+        thetas.append(fit(matches[pick], levels[pick])[0])
     return np.array(thetas)
 
 
 def rankkit_agreement(n: int, matches: np.ndarray, levels: np.ndarray, estimates: dict) -> float:
-    """The lower Spearman of rankkit's own fits with this benchmark's (ties as half, Davidson)."""
+    """The lowest Spearman of rankkit's own fits with this benchmark's (ties as half, Davidson, ordinal)."""
     names = [f"s{i}" for i in range(n)]
     outcomes = [(names[i], names[j], 1.0 if lv > 0 else 0.0 if lv < 0 else 0.5) for (i, j), lv in zip(matches, levels)]
+    graded = [(names[i], names[j], int(lv)) for (i, j), lv in zip(matches, levels)]
     rhos = []
-    for fit, ours in ((bradley_terry, estimates["half"]), (davidson, estimates["davidson"])):
-        theirs = fit(outcomes, names)
+    for fit, data, ours in (
+        (bradley_terry, outcomes, estimates["half"]),
+        (davidson, outcomes, estimates["davidson"]),
+        (ordinal, graded, estimates["ordinal"]),
+    ):
+        theirs = fit(data, names)
         rhos.append(spearmanr([theirs[s] for s in names], ours)[0])
     return min(rhos)
 
@@ -216,15 +255,21 @@ def evaluate_dataset(model, design, tie_share, args, rng) -> tuple[dict, float, 
     theta = args.step * np.arange(args.systems)[::-1]
     matches = schedule(args.systems, design, args.per_pair, rng)
     levels = planted_levels(theta, matches, model, tie_share, rng)
-    fits = {"half": (fit_half, None), "davidson": (fit_davidson, None)}
-    if model == "threshold":
-        fits["half+strong3"] = (fit_half, np.where(np.abs(levels) == 2, 3.0, 1.0))
+    n = args.systems
+    fits = {
+        "half": lambda m, lv: fit_half(*counts(n, m, lv)),
+        "davidson": lambda m, lv: fit_davidson(*counts(n, m, lv)),
+        "half+strong3": lambda m, lv: fit_half(*counts(n, m, lv, np.where(np.abs(lv) == 2, 3.0, 1.0))),
+        "ordinal": lambda m, lv: fit_ordinal(n, m, lv),
+    }
+    if model != "threshold":  # no strong verdicts: half+strong3 is half
+        del fits["half+strong3"]
     truth = ranks_of(theta)
     rows, estimates = {}, {}
-    for name, (fit, weights) in fits.items():
-        estimate, hessian = fit(*counts(args.systems, matches, levels, weights))
+    for name, fit in fits.items():
+        estimate, hessian = fit(matches, levels)
         estimates[name] = estimate
-        boot = rank_intervals(bootstrap_samples(fit, args.systems, matches, levels, weights, args.resamples, rng))
+        boot = rank_intervals(bootstrap_samples(fit, matches, levels, args.resamples, rng))
         laplace = rng.multivariate_normal(estimate, np.linalg.inv(hessian), LAPLACE_DRAWS)
         fisher = rank_intervals(laplace)
         rows[name] = (
@@ -256,7 +301,7 @@ def planted_table(args) -> list[str]:
         "| boot coverage | boot width | Fisher coverage | Fisher width |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    agreement = []
+    agreement, paired = [], []
     for model in MODELS:
         for design in DESIGNS:
             for tie_share in TIE_SHARES:
@@ -272,6 +317,7 @@ def planted_table(args) -> list[str]:
                         agreement.append(agree)
                         for name, row in rows.items():
                             per_fit.setdefault(name, []).append(row)
+                paired.append(paired_line(model, design, tie_share, per_fit))
                 for name, rows in per_fit.items():
                     cells = [mean_se([row[k] for row in rows]) for k in range(6)]
                     lines.append(
@@ -282,10 +328,28 @@ def planted_table(args) -> list[str]:
                 print(lines[-1], flush=True)
     lines += [
         "",
-        "Spearman of rankkit's `bradley_terry` and `davidson` with these fits (their priors differ slightly): "
-        f"at least {min(agreement):.3f} over all data sets.",
+        "Spearman of rankkit's `bradley_terry`, `davidson` and `ordinal` with these fits (their priors differ "
+        f"slightly): at least {min(agreement):.3f} over all data sets.",
+        "",
+        "### Paired: ordinal minus half wins on the same planted data",
+        "",
+        "Mean over the data sets of a cell of (ordinal − half) per data set, ± its standard error; the fair test,",
+        "since both fits see the same matches (the unpaired ± above includes the data sets' own spread).",
+        "",
+        "| model | design | tie share | Δ Spearman | Δ Kendall τ | Δ boot coverage | Δ boot width |",
+        "|---|---|---|---|---|---|---|",
+        *paired,
     ]
     return lines
+
+
+def paired_line(model: str, design: str, tie_share: float, per_fit: dict[str, list[tuple]]) -> str:
+    """One row of the paired table: ordinal − half per data set, mean ± standard error, for four measures."""
+    cells = [
+        mean_se([ours[k] - theirs[k] for ours, theirs in zip(per_fit["ordinal"], per_fit["half"])])
+        for k in (0, 1, 2, 3)
+    ]
+    return f"| {model} | {design} | {tie_share:.1f} | " + " | ".join(cells) + " |"
 
 
 #: A recorded example in arena-hard-auto's judgment layout: per question, game 1 (baseline as A, model

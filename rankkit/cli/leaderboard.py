@@ -186,7 +186,8 @@ def print_leaderboard(board: Any, truth: Any, shown: BoardOptions, human: Any = 
     default="half",
     show_default=True,
     help="arena: half = Bradley-Terry with a tie as half a win each way; davidson = the tie-aware "
-    "Bradley-Terry (Davidson). See docs/graded-verdicts.md.",
+    "Bradley-Terry (Davidson); ordinal = every verdict's level read (ties and strong verdicts as "
+    "thresholds; needs verdicts=tie|graded). See docs/graded-verdicts.md.",
 )
 @click.option(
     "--strong-weight",

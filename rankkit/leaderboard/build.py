@@ -18,8 +18,15 @@ from rankkit.leaderboard.board import (
     restrict,
     systems_of,
 )
-from rankkit.leaderboard.graded import AS_BINARY, VerdictWeighting
-from rankkit.leaderboard.rating import anchor_ceiling, mean_lengths, rate_bt, rate_davidson, rate_win_rate
+from rankkit.leaderboard.graded import AS_BINARY, VerdictWeighting, graded_matches
+from rankkit.leaderboard.rating import (
+    anchor_ceiling,
+    mean_lengths,
+    rate_bt,
+    rate_davidson,
+    rate_ordinal,
+    rate_win_rate,
+)
 from rankkit.leaderboard.style import controlled_ratings, parse_control
 from rankkit.leaderboard.tournament import play_against, play_all, play_tournament
 from rankkit.stats.ratings import Outcome
@@ -59,7 +66,8 @@ def arena(
         kept as ``unadjusted``.
     weighting
         How graded verdicts and ties count (:class:`~rankkit.leaderboard.graded.VerdictWeighting`;
-        ``ties=davidson`` fits Davidson's tie model instead of BT). None: as binary verdicts.
+        ``ties=davidson`` fits Davidson's tie model instead of BT, ``ties=ordinal`` the ordinal model on
+        every verdict's level). None: as binary verdicts.
     """
     names = list(systems) if systems is not None else all_systems(tasks)
     used = restrict(tasks, names)
@@ -69,11 +77,13 @@ def arena(
         return play_tournament(task, source, task_rng(seed, task.task_id, purpose="arena"), order, weighting)
 
     control = parse_control(control)
-    if control and weighting.ties == "davidson":
-        raise LeaderboardError("ties=davidson does not combine with a style control (it fits plain strengths)")
+    if control and weighting.ties != "half":
+        raise LeaderboardError(f"ties={weighting.ties} does not combine with a style control (it fits plain strengths)")
     outcomes, cost, task_ids, levels = play_all(used, play, judge, cache, progress, "arena")
     if weighting.ties == "davidson":
         rows, style = rate_davidson(outcomes, names, resamples, seed), None
+    elif weighting.ties == "ordinal":
+        rows, style = rate_ordinal(graded_matches(outcomes, levels), names, resamples, seed), None
     else:
         rows, style = _rate(used, outcomes, task_ids, names, control, "elo", None, resamples, seed, alpha)
     return Leaderboard(

@@ -41,6 +41,8 @@ def report(
     kind = "Bradley-Terry rating (Elo scale)" if board.scale == "elo" else f"win rate against {board.anchor}"
     if board.weighting and board.weighting.get("ties") == "davidson":
         kind = "Davidson rating (Bradley-Terry with ties, Elo scale)"
+    if board.weighting and board.weighting.get("ties") == "ordinal":
+        kind = "ordinal rating (every verdict's level, ties and strong verdicts read, Elo scale)"
     if board.weighting and (
         board.weighting.get("strong_weight", 1) != 1 or board.weighting.get("length_margin") is not None
     ):

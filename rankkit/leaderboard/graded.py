@@ -1,7 +1,8 @@
 """How a leaderboard counts graded verdicts and ties (``verdicts=tie|graded`` judges; ``docs/graded-verdicts.md``).
 
 :class:`VerdictWeighting` holds the three options: ``ties`` (``half``: Bradley–Terry with a tie as
-half a win each way; ``davidson``: the tie-aware fit), ``strong_weight`` (how many wins a strong
+half a win each way; ``davidson``: Davidson's tie model; ``ordinal``: the ordinal model, which reads
+every verdict's level, ties and strong verdicts alike), ``strong_weight`` (how many wins a strong
 verdict counts as: arena-hard-auto's 3) and ``length_margin`` (WildBench's rule: a "slightly better"
 verdict becomes a tie when its winner is longer by more than this many characters). The default
 changes nothing: a match's outcome is its :class:`~rankkit.strategies.matches.Match` outcome.
@@ -9,12 +10,12 @@ changes nothing: a match's outcome is its :class:`~rankkit.strategies.matches.Ma
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from rankkit.leaderboard.board import LeaderboardError
-from rankkit.stats.graded import TIE_MODELS, length_penalised_level, level_outcome
+from rankkit.stats.graded import TIE_MODELS, GradedMatch, length_penalised_level, level_outcome
 from rankkit.stats.ratings import Outcome
 from rankkit.strategies.matches import Match, decided
 
@@ -32,6 +33,8 @@ class VerdictWeighting:
             raise LeaderboardError(f"ties must be one of {', '.join(TIE_MODELS)}, got {self.ties!r}")
         if isinstance(self.strong_weight, bool) or not isinstance(self.strong_weight, int) or self.strong_weight < 1:
             raise LeaderboardError(f"strong_weight must be a whole number >= 1, got {self.strong_weight!r}")
+        if self.ties == "ordinal" and self.strong_weight != 1:
+            raise LeaderboardError("ties=ordinal reads a strong verdict as its own level: leave strong_weight at 1")
         if self.length_margin is not None and (not isinstance(self.length_margin, int) or self.length_margin < 0):
             raise LeaderboardError(
                 f"length_margin must be a whole number of characters >= 0, got {self.length_margin!r}"
@@ -39,13 +42,15 @@ class VerdictWeighting:
 
     @property
     def reweights(self) -> bool:
-        """Whether outcomes come from the verdicts' levels (a strong weight or a length margin)."""
-        return self.strong_weight != 1 or self.length_margin is not None
+        """Whether outcomes come from the verdicts' levels (a strong weight, a length margin or ``ties=ordinal``)."""
+        return self.strong_weight != 1 or self.length_margin is not None or self.ties == "ordinal"
 
     def for_win_rate(self) -> VerdictWeighting:
-        """This weighting, for a win rate: a LeaderboardError for ``ties=davidson`` (a fit, not a rate)."""
-        if self.ties == "davidson":
-            raise LeaderboardError("the anchored leaderboard rates by win rate: ties=davidson applies to arena only")
+        """This weighting, for a win rate: a LeaderboardError for ``ties=davidson|ordinal`` (fits, not rates)."""
+        if self.ties in ("davidson", "ordinal"):
+            raise LeaderboardError(
+                f"the anchored leaderboard rates by win rate: ties={self.ties} applies to arena only"
+            )
         return self
 
     def to_dict(self) -> dict[str, Any]:
@@ -101,3 +106,20 @@ def match_records(
 
 def _negated(level: int | None) -> int | None:
     return None if level is None else -level
+
+
+def graded_matches(outcomes: Sequence[Outcome], levels: Sequence[int | None]) -> list[GradedMatch]:
+    """The ``(a, b, level from a's side)`` of match records, for the ordinal fit.
+
+    Raises
+    ------
+    LeaderboardError
+        When a record has no level: a binary judge's verdicts carry none (judge with ``verdicts=tie``
+        or ``graded`` for ``ties=ordinal``).
+    """
+    if any(level is None for level in levels):
+        raise LeaderboardError(
+            "ties=ordinal reads each verdict's level, and some matches have none: use a judge with "
+            "verdicts=tie or verdicts=graded"
+        )
+    return [(a, b, level) for (a, b, _), level in zip(outcomes, levels)]

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from rankkit.data.tasks import Task
 from rankkit.leaderboard.board import CEILING_MARGIN, AnchorCeiling, SystemRating, systems_of
-from rankkit.stats.graded import davidson
+from rankkit.stats.graded import GradedMatch, davidson, ordinal
 from rankkit.stats.intervals import Interval, bootstrap
 from rankkit.stats.ratings import Outcome, bradley_terry, win_rates
 
@@ -30,6 +30,15 @@ def rate_davidson(outcomes: Sequence[Outcome], systems: Sequence[str], resamples
     with ``resamples`` bootstrap resamples over the outcomes (0: no intervals)."""
     intervals = bootstrap(lambda sample: davidson(sample, systems), outcomes, resamples=resamples, seed=seed)
     return rows_from_intervals(intervals, outcomes)
+
+
+def rate_ordinal(
+    matches: Sequence[GradedMatch], systems: Sequence[str], resamples: int, seed: int
+) -> list[SystemRating]:
+    """Ordinal ratings (each verdict's level read, Elo scale; :func:`rankkit.stats.graded.ordinal`), best first,
+    with ``resamples`` bootstrap resamples over the graded matches (0: no intervals)."""
+    intervals = bootstrap(lambda sample: ordinal(sample, systems), matches, resamples=resamples, seed=seed)
+    return rows_from_intervals(intervals, [(a, b, 0.5) for a, b, _ in matches])
 
 
 def rate_win_rate(

@@ -69,7 +69,14 @@ def test_wildbench_rule_ties_a_slight_win_of_the_much_longer_answer():
 
 
 @pytest.mark.parametrize(
-    "options", [{"ties": "third"}, {"strong_weight": 0}, {"strong_weight": True}, {"length_margin": -1}]
+    "options",
+    [
+        {"ties": "third"},
+        {"strong_weight": 0},
+        {"strong_weight": True},
+        {"length_margin": -1},
+        {"ties": "ordinal", "strong_weight": 3},
+    ],
 )
 def test_bad_weightings_are_leaderboard_errors(options):
     with pytest.raises(LeaderboardError):
@@ -104,6 +111,32 @@ def test_davidson_is_refused_where_it_has_no_meaning(system_level_tasks):
         arena(system_level_tasks, judge, resamples=0, control="length", weighting=davidson)
     with pytest.raises(LeaderboardError, match="arena and anchored"):
         build(system_level_tasks, judge, "bt", resamples=0, weighting=davidson)
+
+
+def test_ordinal_arena_reads_every_verdicts_level(system_level_tasks):
+    from tests.leaderboard.conftest import HUMAN_ORDER
+
+    judge = make_judge("sim:verdicts=graded,seed=1,pair_noise=0.1")
+    board = arena(system_level_tasks, judge, resamples=20, order="both", weighting=VerdictWeighting(ties="ordinal"))
+    assert board.names[:2] == HUMAN_ORDER[:2]
+    assert all(row.ci_low is not None and row.ci_low <= row.ci_high for row in board.systems)
+    # Both orders of a match are two records, each with its own level (not one averaged outcome).
+    assert None not in board.match_levels
+    assert len(board.matches) == 2 * len(arena(system_level_tasks, judge, resamples=0, order="given").matches)
+    assert Leaderboard.from_dict(board.to_dict()).weighting == {
+        "ties": "ordinal",
+        "strong_weight": 1,
+        "length_margin": None,
+    }
+
+
+def test_ordinal_needs_verdict_levels(system_level_tasks):
+    with pytest.raises(LeaderboardError, match="verdicts=tie or verdicts=graded"):
+        arena(system_level_tasks, make_judge("sim:seed=1"), resamples=0, weighting=VerdictWeighting(ties="ordinal"))
+    with pytest.raises(LeaderboardError, match="arena only"):
+        anchored(
+            system_level_tasks, make_judge("sim:verdicts=graded"), "s0", weighting=VerdictWeighting(ties="ordinal")
+        )
 
 
 def test_anchored_win_rate_with_strong_weight(system_level_tasks):

@@ -1,8 +1,9 @@
-"""Arena-hard's weighting, WildBench's length rule and the Davidson fit (rankkit.stats.graded)."""
+"""Arena-hard's weighting, WildBench's length rule, the Davidson fit and the ordinal fit (rankkit.stats.graded)."""
 
 import math
 import random
 
+import numpy as np
 import pytest
 
 from rankkit.stats.graded import (
@@ -13,6 +14,9 @@ from rankkit.stats.graded import (
     davidson_log_likelihood,
     length_penalised_level,
     level_outcome,
+    ordinal,
+    ordinal_fit,
+    ordinal_log_likelihood,
     wildbench_reward,
 )
 from rankkit.stats.ratings import bradley_terry
@@ -104,3 +108,79 @@ def test_davidson_edge_cases():
     assert math.isfinite(unbeaten["a"]) and unbeaten["a"] > unbeaten["b"]
     with pytest.raises(ValueError, match="outcome"):
         davidson([("a", "b", 0.7)])
+
+
+def _threshold_draws(strengths: dict[str, float], eta: float, gamma: float | None, count: int, seed: int):
+    """Graded matches under the ordinal model: d = θ_a − θ_b + logistic noise, cut at η and η + γ."""
+    rng = random.Random(seed)
+    names = list(strengths)
+    matches = []
+    for _ in range(count):
+        a, b = rng.sample(names, 2)
+        u = rng.random()
+        d = strengths[a] - strengths[b] + math.log(u / (1 - u))
+        strong = gamma is not None and abs(d) > eta + gamma
+        matches.append((a, b, 0 if abs(d) <= eta else int(math.copysign(2 if strong else 1, d))))
+    return matches
+
+
+def test_ordinal_recovers_planted_strengths_and_thresholds():
+    strengths = {"a": 1.2, "b": 0.4, "c": -0.3, "d": -1.3}
+    theta, eta, gamma = ordinal_fit(_threshold_draws(strengths, 0.4, 1.2, 8000, seed=3), list(strengths), alpha=0.0)
+    centre = sum(strengths.values()) / len(strengths)
+    for name, value in strengths.items():
+        assert theta[name] == pytest.approx(value - centre, abs=0.1)
+    assert eta == pytest.approx(0.4, abs=0.05)
+    assert gamma == pytest.approx(1.2, abs=0.1)
+
+
+def test_ordinal_on_three_levels_is_rao_kupper():
+    strengths = {"a": 0.8, "b": 0.0, "c": -0.8}
+    theta, eta, gamma = ordinal_fit(_threshold_draws(strengths, 0.6, None, 6000, seed=4), list(strengths), alpha=0.0)
+    assert gamma is None
+    assert eta == pytest.approx(0.6, abs=0.06)
+    assert theta["a"] - theta["c"] == pytest.approx(1.6, abs=0.15)
+
+
+@pytest.mark.parametrize("log_gamma", [math.log(1.1), None])
+def test_ordinal_gradient_matches_finite_differences(log_gamma):
+    first, second = np.array([0, 1, 2, 0, 2, 1, 0]), np.array([1, 2, 0, 2, 1, 0, 1])
+    levels = np.array([2, 1, 0, -1, -2, 0, 1]) if log_gamma is not None else np.array([1, 1, 0, -1, -1, 0, 1])
+    counts = np.array([1.0, 2, 3, 1, 1, 2, 1])
+    theta, log_eta, step = np.array([0.3, -0.2, 0.5]), math.log(0.4), 1e-6
+
+    def value(theta=theta, log_eta=log_eta, log_gamma=log_gamma):
+        return ordinal_log_likelihood(theta, log_eta, log_gamma, first, second, levels, counts)[0]
+
+    _, gradient, d_eta, d_gamma = ordinal_log_likelihood(theta, log_eta, log_gamma, first, second, levels, counts)
+    for k in range(3):
+        shift = np.eye(3)[k] * step
+        assert gradient[k] == pytest.approx((value(theta + shift) - value(theta - shift)) / (2 * step), abs=1e-6)
+    assert d_eta == pytest.approx(
+        (value(log_eta=log_eta + step) - value(log_eta=log_eta - step)) / (2 * step), abs=1e-6
+    )
+    if log_gamma is not None:
+        numeric = (value(log_gamma=log_gamma + step) - value(log_gamma=log_gamma - step)) / (2 * step)
+        assert d_gamma == pytest.approx(numeric, abs=1e-6)
+
+
+def test_ordinal_level_probabilities_sum_to_one():
+    first, second = np.zeros(5, dtype=np.intp), np.ones(5, dtype=np.intp)
+    levels, theta = np.arange(-2, 3), np.array([0.7, -0.1])
+    log_p = [
+        ordinal_log_likelihood(
+            theta, math.log(0.3), math.log(0.9), first[:1], second[:1], levels[k : k + 1], np.ones(1)
+        )[0]
+        for k in range(5)
+    ]
+    assert sum(math.exp(v) for v in log_p) == pytest.approx(1.0, abs=1e-12)
+
+
+def test_ordinal_edge_cases():
+    assert ordinal([], ["a", "b"]) == {"a": pytest.approx(1000.0, abs=1e-9), "b": pytest.approx(1000.0, abs=1e-9)}
+    unbeaten = ordinal([("a", "b", 1)] * 5 + [("a", "b", 0)])
+    assert math.isfinite(unbeaten["a"]) and unbeaten["a"] > unbeaten["b"]
+    with pytest.raises(ValueError, match="level"):
+        ordinal([("a", "b", 3), ("a", "b", 0)])
+    theta, eta, gamma = ordinal_fit([("a", "b", 1), ("b", "a", -2), ("a", "b", 2)], ["a", "b"], alpha=0.1)
+    assert theta["a"] > theta["b"] and 0 < eta < 0.5 and math.isfinite(gamma)  # no tie: η small, finite
