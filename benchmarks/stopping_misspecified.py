@@ -7,7 +7,7 @@ absent), each judge seed and each strategy with ``until=top1`` and ``until=top:3
 
 * ``bt``: 0.3's rule, each distinct judgment an independent Bradley–Terry vote (before);
 * ``pair_effects``: a pair's judgments share a persistent effect whose sd is averaged over 0, 1
-  and 2 within the task (the default of ``active`` and ``swiss``);
+  and 2 within the task (757ffa5's default of ``active`` and ``swiss``; ``bt`` is the default again);
 * ``pilot``: ``pair_effects`` with the judge's own pair-effect sd, ``pair_sd=`` the 95% upper value of
   its posterior from a pilot run — all-pairs ``bt`` on the next ``--pilot`` tasks of the same
   dataset with the same judge model (``rankkit analyze --pair-effects``; other tasks than those
@@ -25,8 +25,12 @@ Per cell, pooled over tasks and seeds:
 
 Every budget is ``N − 1`` judgments per candidate: every distinct judgment for the pairwise strategies
 (``swiss`` with ``order=both``), so the question is how often the target is reached within it and
-whether those stops are right. The two larger shared sets (wmt21, N = 14; realsumm, N = 24) are left
-out by default: on two cores their cells take hours (``--data`` adds them).
+whether those stops are right.
+
+The cells are not independent samples: a judge seed fixes each answer's perception and the noise
+of each shown pair for every judge of the family (the simulator keys its draws by seed, task and
+answers), and ``active`` and ``swiss`` end up asking many of the same questions, so one unlucky
+task configuration shows up in several cells. More tasks, not more judges, narrow the intervals.
 
     nice python benchmarks/stopping_misspecified.py            # writes benchmarks/results/stopping_misspecified.md
     python benchmarks/stopping_misspecified.py --tasks 1 --pilot 4 --seeds 1 --out /tmp/quick.md
@@ -62,7 +66,7 @@ JUDGES = {
     "ties": "sim:preset=gpt4,tie_margin=0.3",
     "duplicates": "sim:preset=gpt4,duplicates=0.3",
 }
-DATASETS = ["newsroom", "usr_topicalchat", "wmt23_sxs_mqm_ende"]
+DATASETS = ["newsroom", "usr_topicalchat", "wmt23_sxs_mqm_ende", "wmt21_mqm_ted_ende", "realsumm"]
 #: Strategy templates: ``{until}``, ``{budget}`` and (pairwise only) ``{rule}`` are filled per cell.
 STRATEGIES = {
     "active": "active:until={until},criterion=target,budget={budget},stopping={rule}",
@@ -247,13 +251,15 @@ def write_table(args: argparse.Namespace, rows: list[dict], seconds: float) -> N
     """The markdown summary and per-cell table, printed and written to ``args.out``."""
     rules = args.rules.split(",")
     how = f"{seconds / 60:.0f} min on {args.workers} worker(s)" if seconds == seconds else "rows of several runs"
+    shapes = {r["data"]: (r["n"], r["tasks"]) for r in rows}
+    data = ", ".join(f"{name} (N = {n}, {tasks} tasks)" for name, (n, tasks) in shapes.items())
     header = [
         "# Stopping rules on misspecified judges (issue 42)",
         "",
         f"`python benchmarks/stopping_misspecified.py --tasks {args.tasks} --pilot {args.pilot} --seeds {args.seeds} "
-        f"--rules {args.rules}` ({how}; judge seeds 0..{args.seeds - 1}; data {args.data}). "
-        "Rules: `bt` (0.3's rule: before), `pair_effects` (the pair-effect sd averaged over 0, 1, 2 within "
-        "a task: the default of active and swiss) and `pilot` (`pair_effects` with `pair_sd=` the 95% upper "
+        f"--rules {args.rules}` ({how}; judge seeds 0..{args.seeds - 1}; data {data}). "
+        "Rules: `bt` (0.3's rule and the default), `pair_effects` (the pair-effect sd averaged over 0, 1, 2 "
+        "within a task: 757ffa5's default) and `pilot` (`pair_effects` with `pair_sd=` the 95% upper "
         "value estimated from a pilot run of the same judge on other tasks of the dataset). Per rule: "
         "calibration among `target` stops (right/stops; Wilson 95%), the share settled, and per task "
         "the judgments, the answers shown and the tokens shown (prompt + answers per judgment, 4 "
@@ -266,6 +272,9 @@ def write_table(args: argparse.Namespace, rows: list[dict], seconds: float) -> N
         for strategy in STRATEGIES:
             chosen = [r for r in rows if r["rule"] == rule and r["strategy"] == strategy]
             header.append("  " + pooled_line(strategy, chosen))
+        for name in shapes:
+            chosen = [r for r in rows if r["rule"] == rule and r["data"] == name]
+            header.append("  " + pooled_line(name, chosen))
     pilots = sorted({(r["data"], r["judge"], tuple(r["pair_sds"])) for r in rows if r["rule"] == "pilot"})
     header += [
         "",
