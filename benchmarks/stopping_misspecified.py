@@ -253,10 +253,13 @@ def write_table(args: argparse.Namespace, rows: list[dict], seconds: float) -> N
     how = f"{seconds / 60:.0f} min on {args.workers} worker(s)" if seconds == seconds else "rows of several runs"
     shapes = {r["data"]: (r["n"], r["tasks"]) for r in rows}
     data = ", ".join(f"{name} (N = {n}, {tasks} tasks)" for name, (n, tasks) in shapes.items())
+    # Rows merged from several runs may differ in --tasks; then the data list above says each one.
+    task_counts = {tasks for _, tasks in shapes.values()}
+    tasks_option = f"--tasks {task_counts.pop()} " if len(task_counts) == 1 else ""
     header = [
         "# Stopping rules on misspecified judges (issue 42)",
         "",
-        f"`python benchmarks/stopping_misspecified.py --tasks {args.tasks} --pilot {args.pilot} --seeds {args.seeds} "
+        f"`python benchmarks/stopping_misspecified.py {tasks_option}--pilot {args.pilot} --seeds {args.seeds} "
         f"--rules {args.rules}` ({how}; judge seeds 0..{args.seeds - 1}; data {data}). "
         "Rules: `bt` (0.3's rule and the default), `pair_effects` (the pair-effect sd averaged over 0, 1, 2 "
         "within a task: 757ffa5's default) and `pilot` (`pair_effects` with `pair_sd=` the 95% upper "
@@ -269,12 +272,10 @@ def write_table(args: argparse.Namespace, rows: list[dict], seconds: float) -> N
     ]
     for rule in rules:
         header.append(pooled_line(f"`{rule}`, all strategies", [r for r in rows if r["rule"] == rule]))
-        for strategy in STRATEGIES:
-            chosen = [r for r in rows if r["rule"] == rule and r["strategy"] == strategy]
-            header.append("  " + pooled_line(strategy, chosen))
-        for name in shapes:
-            chosen = [r for r in rows if r["rule"] == rule and r["data"] == name]
-            header.append("  " + pooled_line(name, chosen))
+        for field, values in (("strategy", STRATEGIES), ("data", shapes)):
+            for value in values:
+                chosen = [r for r in rows if r["rule"] == rule and r[field] == value]
+                header.append("  " + pooled_line(value, chosen))
     pilots = sorted({(r["data"], r["judge"], tuple(r["pair_sds"])) for r in rows if r["rule"] == "pilot"})
     header += [
         "",
